@@ -1,0 +1,1 @@
+"""strata: an MLIR-style multi-level IR compiler for PyTorch programs."""

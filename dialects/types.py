@@ -1,0 +1,274 @@
+"""The value-semantic tensor type shared by the aten and prim dialects.
+
+`!strata.tensor<[4, "s0", "2*s1 + 1"], f32>`: each dim is an integer or a sympy
+expression over shape symbols, kept in sympy's canonical printed form so that equal
+shapes compare equal. There are no strides at this level: layout appears only in the
+kernel dialect's index expressions.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import contextvars
+from collections.abc import Iterable, Sequence
+from functools import lru_cache
+
+import sympy
+import torch
+from xdsl.dialects.builtin import (
+    ArrayAttr,
+    BFloat16Type,
+    Float16Type,
+    Float32Type,
+    Float64Type,
+    IndexType,
+    IntAttr,
+    IntegerType,
+    Signedness,
+    StringAttr,
+)
+from xdsl.ir import Attribute, Dialect, ParametrizedAttribute, TypeAttribute
+from xdsl.irdl import irdl_attr_definition
+from xdsl.parser import AttrParser
+from xdsl.printer import Printer
+from xdsl.utils.exceptions import VerifyException
+
+# dtype names used in the IR, with their torch dtypes.
+DTYPES: dict[str, torch.dtype] = {
+    "f16": torch.float16,
+    "bf16": torch.bfloat16,
+    "f32": torch.float32,
+    "f64": torch.float64,
+    "i8": torch.int8,
+    "i16": torch.int16,
+    "i32": torch.int32,
+    "i64": torch.int64,
+    "u8": torch.uint8,
+    "i1": torch.bool,
+}
+TORCH_TO_DTYPE = {v: k for k, v in DTYPES.items()}
+FLOAT_DTYPES = frozenset({"f16", "bf16", "f32", "f64"})
+INT_DTYPES = frozenset({"i8", "i16", "i32", "i64", "u8"})
+
+Dim = int | sympy.Expr
+
+
+def dtype_name(dtype: torch.dtype) -> str:
+    """The IR name of a torch dtype; ValueError for one strata does not model."""
+    try:
+        return TORCH_TO_DTYPE[dtype]
+    except KeyError:
+        raise ValueError(f"strata has no tensor type for dtype {dtype}") from None
+
+
+def is_float(dtype: str) -> bool:
+    return dtype in FLOAT_DTYPES
+
+
+def scalar_type(dtype: str) -> Attribute:
+    """The builtin scalar type that kernel bodies use for one element of `dtype`."""
+    return {
+        "f16": Float16Type(),
+        "bf16": BFloat16Type(),
+        "f32": Float32Type(),
+        "f64": Float64Type(),
+        "i8": IntegerType(8),
+        "i16": IntegerType(16),
+        "i32": IntegerType(32),
+        "i64": IntegerType(64),
+        "u8": IntegerType(8, Signedness.UNSIGNED),
+        "i1": IntegerType(1),
+    }[dtype]
+
+
+def scalar_dtype(t: Attribute) -> str:
+    """Inverse of `scalar_type`; `index` counts as i64."""
+    if isinstance(t, IndexType):
+        return "i64"
+    for name in DTYPES:
+        if scalar_type(name) == t:
+            return name
+    raise ValueError(f"not a strata scalar type: {t}")
+
+
+@lru_cache(maxsize=8192)
+def _parse(text: str) -> sympy.Expr:
+    expr = sympy.sympify(text, locals=_SYMPY_FUNCS)
+    return expr.xreplace({s: symbol(s.name) for s in expr.free_symbols})
+
+
+def parse_dim(text: str) -> Dim:
+    expr = _parse(text)
+    return int(expr) if expr.is_Integer else expr
+
+
+_SYMPY_FUNCS = {
+    "floor": sympy.floor,
+    "ceiling": sympy.ceiling,
+    "Mod": sympy.Mod,
+    "Max": sympy.Max,
+    "Min": sympy.Min,
+}
+
+
+@lru_cache(maxsize=None)
+def symbol(name: str) -> sympy.Symbol:
+    """The sympy symbol strata uses for a shape symbol or a loop variable: an integer
+    that is never negative (sizes and loop indices), which lets sympy simplify
+    floor and Mod."""
+    return sympy.Symbol(name, integer=True, nonnegative=True)
+
+
+def sym(text: str | int | sympy.Expr) -> sympy.Expr:
+    """Parse an expression over shape symbols, with strata's symbol assumptions."""
+    if isinstance(text, sympy.Basic):
+        return text.xreplace({s: symbol(s.name) for s in text.free_symbols if s != symbol(s.name)})
+    if isinstance(text, int):
+        return sympy.Integer(text)
+    return _parse(text)
+
+
+def dim_attr(dim: Dim) -> IntAttr | StringAttr:
+    if isinstance(dim, int):
+        return IntAttr(dim)
+    dim = sympy.sympify(dim)
+    if dim.is_Integer:
+        return IntAttr(int(dim))
+    return StringAttr(sympy.sstr(dim))
+
+
+def dim_from_attr(attr: Attribute) -> Dim:
+    if isinstance(attr, IntAttr):
+        return attr.data
+    assert isinstance(attr, StringAttr)
+    return parse_dim(attr.data)
+
+
+def numel(dims: Iterable[Dim]) -> Dim:
+    n: Dim = 1
+    for d in dims:
+        n = n * d
+    return n
+
+
+@irdl_attr_definition
+class TensorType(ParametrizedAttribute, TypeAttribute):
+    """A value-semantic tensor: dims (ints or sympy expressions) and a dtype name."""
+
+    name = "strata.tensor"
+
+    shape: ArrayAttr[IntAttr | StringAttr]
+    element: StringAttr
+
+    def __init__(self, dims: Sequence[Dim], dtype: str):
+        super().__init__(ArrayAttr([dim_attr(d) for d in dims]), StringAttr(dtype))
+
+    @property
+    def dims(self) -> tuple[Dim, ...]:
+        return tuple(dim_from_attr(a) for a in self.shape.data)
+
+    @property
+    def dtype(self) -> str:
+        return self.element.data
+
+    @property
+    def rank(self) -> int:
+        return len(self.shape.data)
+
+    @property
+    def torch_dtype(self) -> torch.dtype:
+        return DTYPES[self.dtype]
+
+    def with_dims(self, dims: Sequence[Dim]) -> TensorType:
+        return TensorType(dims, self.dtype)
+
+    def with_dtype(self, dtype: str) -> TensorType:
+        return TensorType(self.dims, dtype)
+
+    def verify(self) -> None:
+        if self.element.data not in DTYPES:
+            raise VerifyException(
+                f"unknown dtype '{self.element.data}' in {self.name}; "
+                f"expected one of {', '.join(DTYPES)}"
+            )
+        for a in self.shape.data:
+            if isinstance(a, IntAttr) and a.data < 0:
+                raise VerifyException(f"negative dim {a.data} in {self.name}")
+            if isinstance(a, StringAttr):
+                canonical = sympy.sstr(parse_dim(a.data))
+                if canonical != a.data:
+                    raise VerifyException(
+                        f"dim '{a.data}' is not in canonical form; write '{canonical}'"
+                    )
+
+    @classmethod
+    def parse_parameters(cls, parser: AttrParser) -> Sequence[Attribute]:
+        with parser.in_angle_brackets():
+
+            def parse_dim_attr() -> Attribute:
+                text = parser.parse_optional_str_literal()
+                if text is not None:
+                    return dim_attr(parse_dim(text))
+                return IntAttr(parser.parse_integer(allow_boolean=False))
+
+            dims = parser.parse_comma_separated_list(
+                parser.Delimiter.SQUARE, parse_dim_attr
+            )
+            parser.parse_punctuation(",")
+            dtype = parser.parse_identifier()
+        return (ArrayAttr(dims), StringAttr(dtype))
+
+    def print_parameters(self, printer: Printer) -> None:
+        def print_dim(a: Attribute) -> None:
+            if isinstance(a, IntAttr):
+                printer.print_string(str(a.data))
+            else:
+                printer.print_string_literal(a.data)
+
+        with printer.in_angle_brackets():
+            printer.print_string("[")
+            printer.print_list(self.shape.data, print_dim)
+            printer.print_string("], ")
+            printer.print_string(self.element.data)
+
+
+def tensor_type(t: Attribute) -> TensorType:
+    if not isinstance(t, TensorType):
+        raise VerifyException(f"expected a !strata.tensor, got {t}")
+    return t
+
+
+Strata = Dialect("strata", [], [TensorType])
+
+
+# Values of shape symbols while a reference implementation or the runtime runs.
+_BINDINGS: contextvars.ContextVar[dict[str, int]] = contextvars.ContextVar("strata_bindings", default={})
+
+
+@contextlib.contextmanager
+def bound_symbols(bindings: dict[str, int]):
+    """Make `concrete` evaluate shape symbols with these values."""
+    token = _BINDINGS.set(bindings)
+    try:
+        yield
+    finally:
+        _BINDINGS.reset(token)
+
+
+def concrete(dims: Iterable[Dim], bindings: dict[str, int] | None = None) -> list[int]:
+    """Dims as ints, under `bindings` or the ones `bound_symbols` set."""
+    env = _BINDINGS.get() if bindings is None else bindings
+    out = []
+    for d in dims:
+        if isinstance(d, int):
+            out.append(d)
+            continue
+        d = sym(d)
+        if d.is_Integer:
+            out.append(int(d))
+            continue
+        missing = [s.name for s in d.free_symbols if s.name not in env]
+        if missing:
+            raise ValueError(f"no value bound for shape symbol(s) {', '.join(sorted(missing))}")
+        out.append(int(d.subs({s: env[s.name] for s in d.free_symbols})))
+    return out
