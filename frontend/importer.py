@@ -1,0 +1,231 @@
+"""Imports an ATen-level FX graph (from AOTAutograd) into the aten dialect.
+
+The graph becomes `func.func @graph`: placeholders become arguments (tensors with
+torch's shapes as sympy dims and torch's dtypes; SymInt placeholders become `index`
+arguments), each ATen call one aten op, the output node `func.return`. Shapes come from
+the FakeTensors in `node.meta["val"]`, so a symbolic size is the ShapeEnv's own symbol
+(`s77`). Graph inputs keep their strides as the argument attribute `strata.strides`,
+since kernels index inputs in place. Nodes that only compute SymInts (sym_size, size
+arithmetic) produce no op: their consumers record the sympy expression instead.
+"""
+
+from __future__ import annotations
+
+import operator
+from dataclasses import dataclass, field
+from typing import Any
+
+import sympy
+import torch
+import torch.fx
+from xdsl.builder import Builder
+from xdsl.rewriter import InsertPoint
+from xdsl.dialects import func
+from xdsl.dialects.builtin import ArrayAttr, DictionaryAttr, IndexType, ModuleOp, StringAttr
+from xdsl.ir import Attribute, Block, Region, SSAValue
+
+from strata.dialects import aten
+from strata.dialects.prim import dims_attr
+from strata.dialects.types import TensorType, dtype_name
+
+
+class UnsupportedGraph(Exception):
+    """The graph uses something strata cannot represent; the caller runs it eagerly."""
+
+
+@dataclass
+class ImportedGraph:
+    module: ModuleOp
+    # Tensors that the graph reads through get_attr nodes; passed after the inputs.
+    constants: list[torch.Tensor] = field(default_factory=list)
+    # For each `index` argument, the shape symbol it carries (or None).
+    arg_symbols: list[str | None] = field(default_factory=list)
+
+
+def tensor_type_of(val: Any) -> TensorType:
+    if not isinstance(val, torch.Tensor):
+        raise UnsupportedGraph(f"expected a tensor value, got {type(val).__name__}")
+    try:
+        dtype = dtype_name(val.dtype)
+    except ValueError as e:
+        raise UnsupportedGraph(str(e)) from None
+    return TensorType([_dim(d) for d in val.shape], dtype)
+
+
+def _dim(d: Any) -> int | sympy.Expr:
+    if isinstance(d, torch.SymInt):
+        expr = d.node.expr
+        return int(expr) if expr.is_Integer else expr
+    return int(d)
+
+
+def _strides_attr(val: torch.Tensor) -> ArrayAttr:
+    return dims_attr([_dim(s) for s in val.stride()])
+
+
+def import_graph(gm: torch.fx.GraphModule) -> ImportedGraph:
+    """The aten-dialect module of an ATen FX graph."""
+    graph = gm.graph
+    placeholders = [n for n in graph.nodes if n.op == "placeholder"]
+    constants_nodes = [n for n in graph.nodes if n.op == "get_attr"]
+    constants = [_fetch_attr(gm, n.target) for n in constants_nodes]
+
+    arg_types: list[Attribute] = []
+    arg_attrs: list[DictionaryAttr] = []
+    arg_symbols: list[str | None] = []
+    for n in [*placeholders, *constants_nodes]:
+        val = n.meta.get("val") if n.op == "placeholder" else _fetch_attr(gm, n.target)
+        if isinstance(val, torch.SymInt):
+            arg_types.append(IndexType())
+            arg_attrs.append(DictionaryAttr({}))
+            expr = val.node.expr
+            arg_symbols.append(str(expr) if isinstance(expr, sympy.Symbol) else None)
+        elif isinstance(val, int):
+            raise UnsupportedGraph("an int graph input without a symbolic size")
+        else:
+            arg_types.append(tensor_type_of(val))
+            arg_attrs.append(DictionaryAttr({"strata.strides": _strides_attr(val)}))
+            arg_symbols.append(None)
+
+    block = Block(arg_types=arg_types)
+    env: dict[torch.fx.Node, Any] = {}
+    for n, arg in zip([*placeholders, *constants_nodes], block.args):
+        env[n] = arg
+        arg.name_hint = _name_hint(n.name)
+
+    builder = Builder(InsertPoint.at_end(block))
+    outputs: list[SSAValue] = []
+    for n in graph.nodes:
+        if n.op in ("placeholder", "get_attr"):
+            continue
+        if n.op == "output":
+            outputs = [_output_value(env, v) for v in _flatten(n.args[0])]
+            break
+        if n.op != "call_function":
+            raise UnsupportedGraph(f"FX node kind '{n.op}' ({n.target})")
+        _import_call(builder, env, n)
+
+    builder.insert(func.ReturnOp(*outputs))
+    fn = func.FuncOp(
+        "graph",
+        (arg_types, [v.type for v in outputs]),
+        Region(block),
+        arg_attrs=ArrayAttr(arg_attrs),
+    )
+    return ImportedGraph(ModuleOp([fn]), constants, arg_symbols)
+
+
+def _flatten(v: Any) -> list[Any]:
+    if isinstance(v, list | tuple):
+        return [x for item in v for x in _flatten(item)]
+    return [v]
+
+
+def _output_value(env: dict, v: Any) -> SSAValue:
+    if isinstance(v, torch.fx.Node) and isinstance(env.get(v), SSAValue):
+        return env[v]
+    raise UnsupportedGraph(f"graph output {v} is not a tensor computed in the graph")
+
+
+def _import_call(builder: Builder, env: dict, n: torch.fx.Node) -> None:
+    val = n.meta.get("val")
+    if n.target is operator.getitem:
+        env[n] = env[n.args[0]][n.args[1]]
+        return
+    if isinstance(val, torch.SymInt | torch.SymFloat | torch.SymBool | int | float):
+        return  # size arithmetic: consumers read the expression from meta["val"]
+    if not isinstance(n.target, torch._ops.OpOverload):
+        raise UnsupportedGraph(f"call of {n.target}, which is not an ATen overload")
+
+    schema = _scalar_overload(n) or n.target._schema
+    sig = aten.signature_of(schema)
+    values = _bind_arguments(schema, n, env)
+    for a in sig.args:  # a Python number where a tensor goes: a 0-d tensor
+        if a.kind == "Tensor" and isinstance(values.get(a.name), int | float | bool):
+            values[a.name] = _scalar_tensor(builder, values[a.name])
+    results = _flatten(val) if isinstance(val, list | tuple) else [val]
+    result_types = [tensor_type_of(r) for r in results if r is not None]
+    try:
+        op = aten.build(sig.qualified_name, values, result_types)
+    except Exception as e:
+        raise UnsupportedGraph(f"{sig.qualified_name}: {e} ({values})") from e
+    op.attributes["strata.source"] = StringAttr(_source_of(n))
+    builder.insert(op)
+    if isinstance(val, list | tuple):
+        it = iter(op.outs)
+        env[n] = [next(it) if r is not None else None for r in _flatten(val)]
+    else:
+        env[n] = op.outs[0]
+
+
+def _scalar_overload(n: torch.fx.Node) -> torch.FunctionSchema | None:
+    """`mul.Tensor(x, 2)` carries a Python number as a tensor: its `.Scalar` overload
+    (same arguments, the number kept as a Scalar) keeps torch's promotion rules."""
+    if not any(isinstance(a, int | float | bool) for a in n.args[1:2]):
+        return None
+    overload = n.target._overloadname
+    alternative = {"Tensor": "Scalar", "Tensor_Tensor": "Tensor_Scalar"}.get(overload)
+    packet = n.target._overloadpacket
+    if alternative and alternative in packet.overloads():
+        return getattr(packet, alternative)._schema
+    return None
+
+
+def _scalar_tensor(builder: Builder, value: int | float | bool) -> SSAValue:
+    dtype = torch.tensor(value).dtype
+    op = aten.build(
+        "aten::scalar_tensor", {"s": value, "dtype": dtype}, [TensorType([], dtype_name(dtype))]
+    )
+    builder.insert(op)
+    return op.outs[0]
+
+
+def _bind_arguments(schema: torch.FunctionSchema, n: torch.fx.Node, env: dict) -> dict[str, Any]:
+    """Schema argument name → SSAValue(s) for tensors, Python value otherwise."""
+    values: dict[str, Any] = {}
+    for i, a in enumerate(schema.arguments):
+        if i < len(n.args) and not a.kwarg_only:
+            raw = n.args[i]
+        elif a.name in n.kwargs:
+            raw = n.kwargs[a.name]
+        else:
+            continue
+        values[a.name] = _value(raw, env)
+    return values
+
+
+def _value(raw: Any, env: dict) -> Any:
+    if isinstance(raw, torch.fx.Node):
+        meta = raw.meta.get("val")
+        if isinstance(meta, torch.SymInt | torch.SymFloat | torch.SymBool):
+            return meta  # encoded as its sympy expression
+        v = env.get(raw)
+        if v is not None:
+            return v
+        raise UnsupportedGraph(f"argument {raw} has no value strata can represent")
+    if isinstance(raw, list | tuple):
+        return [_value(x, env) for x in raw]
+    return raw
+
+
+def _source_of(n: torch.fx.Node) -> str:
+    """The aten overload, and the user's source line where Dynamo recorded it."""
+    text = str(n.target)
+    trace = n.meta.get("stack_trace")
+    if trace:
+        lines = [ln.strip() for ln in trace.strip().splitlines() if ln.strip().startswith("File ")]
+        if lines:
+            text += " @ " + lines[-1].removeprefix("File ")
+    return text
+
+
+def _fetch_attr(gm: torch.fx.GraphModule, target: str) -> Any:
+    obj: Any = gm
+    for part in target.split("."):
+        obj = getattr(obj, part)
+    return obj
+
+
+def _name_hint(name: str) -> str | None:
+    clean = "".join(c if c.isalnum() or c == "_" else "_" for c in name)
+    return clean if clean and not clean[0].isdigit() else None
