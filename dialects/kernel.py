@@ -281,26 +281,45 @@ def _check_free(func: FuncOp, expr: sympy.Expr, allowed: set[str], where: str) -
 class ProgramOp(IRDLOperation):
     """The compiled graph: tensor arguments in, launches and library calls, results out.
 
-    `arg_symbols` names, for each argument of `index` type, the shape symbol it binds."""
+    `arg_symbols` names, for each argument of `index` type, the shape symbol it binds
+    ("" for the others); `arg_strides` gives, for each tensor argument, the strides the
+    kernels were compiled for (the runtime copies an input laid out otherwise)."""
 
     name = "kernel.program"
     sym_name = prop_def(SymbolNameConstraint())
     function_type = prop_def(FunctionType)
     arg_symbols = prop_def(ArrayAttr)
+    arg_strides = prop_def(ArrayAttr)
     body = region_def("single_block")
     traits = traits_def(SymbolOpInterface())
     assembly_format = "$sym_name attr-dict-with-keyword $body"
     irdl_options = (ParsePropInAttrDict(),)
 
-    def __init__(self, name: str, inputs: Sequence[Attribute], outputs: Sequence[Attribute], arg_symbols: Sequence[str]):
+    def __init__(
+        self,
+        name: str,
+        inputs: Sequence[Attribute],
+        outputs: Sequence[Attribute],
+        arg_symbols: Sequence[str],
+        arg_strides: Sequence[Sequence[Dim]],
+    ):
         super().__init__(
             regions=[Region(Block(arg_types=inputs))],
             properties={
                 "sym_name": StringAttr(name),
                 "function_type": FunctionType.from_lists(list(inputs), list(outputs)),
                 "arg_symbols": ArrayAttr([StringAttr(s) for s in arg_symbols]),
+                "arg_strides": ArrayAttr([dims_attr(s) for s in arg_strides]),
             },
         )
+
+    @property
+    def symbol_names(self) -> list[str]:
+        return [s.data for s in self.arg_symbols.data]
+
+    @property
+    def strides(self) -> list[tuple[Dim, ...]]:
+        return [dims_of(a) for a in self.arg_strides.data]
 
     @property
     def block(self) -> Block:

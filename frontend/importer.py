@@ -77,9 +77,10 @@ def import_graph(gm: torch.fx.GraphModule) -> ImportedGraph:
         val = n.meta.get("val") if n.op == "placeholder" else _fetch_attr(gm, n.target)
         if isinstance(val, torch.SymInt):
             arg_types.append(IndexType())
-            arg_attrs.append(DictionaryAttr({}))
             expr = val.node.expr
-            arg_symbols.append(str(expr) if isinstance(expr, sympy.Symbol) else None)
+            name = str(expr) if isinstance(expr, sympy.Symbol) else None
+            arg_attrs.append(DictionaryAttr({"strata.symbol": StringAttr(name)} if name else {}))
+            arg_symbols.append(name)
         elif isinstance(val, int):
             raise UnsupportedGraph("an int graph input without a symbolic size")
         else:

@@ -1,0 +1,41 @@
+"""The Dynamo backend: `torch.compile(f, backend="strata")`.
+
+Registered through the `torch_dynamo_backends` entry point, so torch finds it by name
+without strata being imported. Dynamo hands over a Torch-level FX graph; AOTAutograd
+with Core ATen decompositions turns it into functional ATen graphs (forward, and
+backward when gradients are needed), each compiled by compile_graph.
+"""
+
+from __future__ import annotations
+
+import functools
+from typing import Any
+
+import torch
+from torch._decomp import core_aten_decompositions
+from torch._dynamo.backends.common import aot_autograd
+
+from strata.frontend import options as opts
+from strata.frontend.compile_graph import compile_graph
+
+
+def make_backend(mode: str | None = None, options: dict[str, Any] | None = None):
+    """A Dynamo backend with these settings (options are checked now, not at first call)."""
+    resolved = opts.resolve(mode, options)
+    compiler = functools.partial(_compile_graph_with, resolved)
+    backend = aot_autograd(
+        fw_compiler=compiler,
+        bw_compiler=compiler,
+        decompositions=core_aten_decompositions(),
+    )
+    backend.__name__ = "strata"  # what torch prints in its logs
+    return backend
+
+
+def _compile_graph_with(options: dict[str, Any], gm: torch.fx.GraphModule, example_inputs):
+    return compile_graph(gm, example_inputs, options)
+
+
+def strata_backend(gm: torch.fx.GraphModule, example_inputs, mode: str | None = None, options: dict[str, Any] | None = None):
+    """The entry point torch calls for backend="strata" (mode and options from torch.compile)."""
+    return make_backend(mode, options)(gm, example_inputs)

@@ -1,0 +1,142 @@
+"""fuse: groups prim ops into kernels and lowers the graph to the kernel dialect.
+
+`func.func @graph` (prim ops, perhaps some aten ops left over) becomes a
+`kernel.program @graph` of launches, library calls and eager fallbacks, beside one
+`kernel.func` per kernel. passes/fusion/plan.py decides what is realized and which
+kernel computes it; passes/fusion/lower.py writes each kernel's body.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from xdsl.context import Context
+from xdsl.dialects import func
+from xdsl.dialects.builtin import ArrayAttr, ModuleOp, StringAttr
+from xdsl.ir import Operation, SSAValue
+from xdsl.passes import ModulePass
+from xdsl.rewriter import Rewriter
+
+from strata.dialects import kernel as kd
+from strata.dialects.prim import dims_of as prim_dims_of
+from strata.dialects.types import TensorType
+from strata.passes.fusion.indexing import contiguous_strides
+from strata.passes.fusion.lower import KernelBuilder
+from strata.passes.fusion.plan import (
+    VIEW_OPS,
+    Kernel,
+    Plan,
+    build_plan,
+    dims_of,
+    is_reduction,
+    operand_indices,
+    reads,
+    view_root,
+)
+
+
+@dataclass(frozen=True)
+class FusePass(ModulePass):
+    name = "fuse"
+
+    def apply(self, ctx: Context, op: ModuleOp) -> None:
+        for fn in [o for o in op.ops if isinstance(o, func.FuncOp)]:
+            new_ops = lower_graph(fn)
+            Rewriter.replace_op(fn, new_ops)
+
+
+def arg_strides(fn: func.FuncOp) -> dict[SSAValue, tuple]:
+    out = {}
+    attrs = fn.arg_attrs.data if fn.arg_attrs is not None else ()
+    for arg, d in zip(fn.body.block.args, attrs):
+        strides = d.data.get("strata.strides")
+        if isinstance(strides, ArrayAttr):
+            out[arg] = prim_dims_of(strides)
+    return out
+
+
+def arg_symbols(fn: func.FuncOp) -> list[str]:
+    attrs = fn.arg_attrs.data if fn.arg_attrs is not None else ()
+    out = []
+    for arg, d in zip(fn.body.block.args, attrs):
+        s = d.data.get("strata.symbol")
+        out.append(s.data if isinstance(s, StringAttr) else "")
+    out += [""] * (len(fn.body.block.args) - len(out))
+    return out
+
+
+def lower_graph(fn: func.FuncOp) -> list[Operation]:
+    block = fn.body.block
+    ret = block.last_op
+    assert isinstance(ret, func.ReturnOp), "func.func @graph must end in func.return"
+    ops = [o for o in block.ops if o is not ret]
+    outputs = list(ret.arguments)
+    plan = build_plan(ops, outputs)
+    stored = _stored_nodes(plan, ops, outputs)
+    given_strides = arg_strides(fn)
+
+    def strides_of(v: SSAValue):
+        return given_strides.get(v) or contiguous_strides(dims_of(v))
+
+    program = kd.ProgramOp(
+        fn.sym_name.data,
+        [a.type for a in block.args],
+        [v.type for v in outputs],
+        arg_symbols(fn),
+        [strides_of(a) if isinstance(a.type, TensorType) else () for a in block.args],
+    )
+    env: dict[SSAValue, SSAValue] = dict(zip(block.args, program.block.args))
+    kernels: list[Operation] = []
+    for item in plan.schedule:
+        if isinstance(item, Kernel):
+            builder = KernelBuilder(item, plan, strides_of, stored)
+            name = f"k{len(kernels)}"
+            kernels.append(builder.build(name))
+            launch = kd.LaunchOp(name, [env[v] for v in builder.inputs], [v.type for v in builder.outputs])
+            program.block.add_op(launch)
+            env.update(zip(builder.outputs, launch.outs))
+        else:
+            operands = [_program_value(v, env, program) for v in item.operands]
+            clone = item.clone(value_mapper=dict(zip(item.operands, operands)))
+            program.block.add_op(clone)
+            env.update(zip(item.results, clone.results))
+    results = [_program_value(v, env, program) for v in outputs]
+    program.block.add_op(kd.ReturnOp(results))
+    return [*kernels, program]
+
+
+def _program_value(v: SSAValue, env: dict[SSAValue, SSAValue], program: kd.ProgramOp) -> SSAValue:
+    """v in the program: a realized value, or views of one (applied by the runtime)."""
+    if v in env:
+        return env[v]
+    op = v.owner
+    if not isinstance(op, VIEW_OPS):
+        raise AssertionError(f"fuse: {op.name if isinstance(op, Operation) else v} was not realized")
+    base = _program_value(op.operands[0], env, program)
+    clone = op.clone(value_mapper={op.operands[0]: base})
+    program.block.add_op(clone)
+    env[v] = clone.results[0]
+    return env[v]
+
+
+def _stored_nodes(plan: Plan, ops: list[Operation], outputs: list[SSAValue]) -> set[SSAValue]:
+    """Nodes that something outside their own kernel reads."""
+    stored: set[SSAValue] = set()
+    for v in outputs:
+        stored.add(view_root(v))
+    for op in plan.schedule:
+        if isinstance(op, Operation):
+            stored.update(view_root(v) for v in op.operands)
+    for v, k in plan.kernel_of.items():
+        op = v.owner
+        leaves: list = []
+        if is_reduction(op):
+            reads(op.x, k.domain.full_index(), plan.realized, leaves)
+        else:
+            index = k.domain.index_for(dims_of(v))
+            for operand, idx in zip(op.operands, operand_indices(op, index)):
+                reads(operand, idx, plan.realized, leaves)
+        for value, _ in leaves:
+            if value in plan.kernel_of and plan.kernel_of[value] is not k:
+                stored.add(value)
+    return {v for v in stored if v in plan.kernel_of}

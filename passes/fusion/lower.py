@@ -1,0 +1,179 @@
+"""Lowering one planned kernel to a `kernel.func`.
+
+Each node of the kernel is computed at the index its domain gives it, by walking its
+inline producers down to realized values, which become `kernel.load`s of input buffers.
+Scalars of f16 and bf16 are computed in f32 (as eager's kernels do); a conversion to a
+16-bit type rounds by converting there and back. Walks are memoized per (value, index),
+so a value read twice at one index is computed once.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+
+import sympy
+from xdsl.dialects import arith
+from xdsl.dialects.builtin import FloatAttr, IntegerAttr, IntegerType
+from xdsl.ir import Attribute, Block, Operation, SSAValue
+
+from strata.dialects import kernel as kd
+from strata.dialects import prim
+from strata.dialects.types import Dim, TensorType, is_float, scalar_type, sym
+from strata.passes.fusion.indexing import Index, contiguous_strides, offset
+from strata.passes.fusion.plan import Kernel, Plan, dims_of, is_reduction, operand_indices
+
+REDUCED_PRECISION = ("f16", "bf16")
+
+
+def compute_dtype(dtype: str) -> str:
+    return "f32" if dtype in REDUCED_PRECISION else dtype
+
+
+def dtype_of(v: SSAValue) -> str:
+    t = v.type
+    assert isinstance(t, TensorType)
+    return t.dtype
+
+
+class KernelBuilder:
+    """Builds the body of one kernel.func from its planned nodes."""
+
+    def __init__(self, k: Kernel, plan: Plan, strides_of: Callable[[SSAValue], Sequence[Dim]], stored: set[SSAValue]):
+        self.k = k
+        self.plan = plan
+        self.strides_of = strides_of
+        self.stored = stored
+        self.block = Block()
+        self.inputs: dict[SSAValue, SSAValue] = {}  # tensor value -> buffer argument
+        self.outputs: list[SSAValue] = [v for v in k.nodes if v in stored]
+        self.output_args: dict[SSAValue, SSAValue] = {}
+        self.memo: dict[tuple[SSAValue, tuple[str, ...]], SSAValue] = {}
+        self.node_scalars: dict[SSAValue, SSAValue] = {}
+        self.sources: list[str] = []
+
+    # ------------------------------------------------------------ buffers
+    def _buffer_type(self, v: SSAValue) -> kd.BufferType:
+        return kd.BufferType(scalar_type(dtype_of(v)))
+
+    def input_buffer(self, v: SSAValue) -> SSAValue:
+        if v not in self.inputs:
+            self.inputs[v] = self.block.insert_arg(self._buffer_type(v), len(self.inputs))
+        return self.inputs[v]
+
+    # ------------------------------------------------------------ emission
+    def add(self, op: Operation) -> SSAValue:
+        self.block.add_op(op)
+        return op.results[0] if op.results else None
+
+    def convert(self, x: SSAValue, dtype: str) -> SSAValue:
+        if x.type == scalar_type(dtype):
+            return x
+        return self.add(prim.ConvertElementTypeOp(x, dtype))
+
+    def constant(self, value, dtype: str) -> SSAValue:
+        t = scalar_type(dtype)
+        if is_float(dtype):
+            attr = FloatAttr(float(value), t)
+        else:
+            attr = IntegerAttr(int(bool(value)) if dtype == "i1" else int(value), t)
+        return self.add(arith.ConstantOp(attr))
+
+    def value_at(self, v: SSAValue, index: Index) -> SSAValue:
+        """The scalar (in its compute dtype) of tensor value v at `index`."""
+        key = (v, tuple(sympy.sstr(i) for i in index))
+        if key in self.memo:
+            return self.memo[key]
+        if v in self.node_scalars and self.plan.kernel_of.get(v) is self.k:
+            result = self.node_scalars[v]
+        elif v in self.plan.realized or not isinstance(v.owner, Operation):
+            result = self.load(v, index)
+        else:
+            result = self.inline(v.owner, index)
+        self.memo[key] = result
+        return result
+
+    def load(self, v: SSAValue, index: Index) -> SSAValue:
+        buf = self.input_buffer(v)
+        idx = offset(index, dims_of(v), self.strides_of(v))
+        x = self.add(kd.LoadOp(buf, idx))
+        return self.convert(x, compute_dtype(dtype_of(v)))
+
+    def inline(self, op: Operation, index: Index) -> SSAValue:
+        self.note_source(op)
+        if isinstance(op, prim.FullOp):
+            return self.constant(op.scalar, compute_dtype(op.dtype.data))
+        if isinstance(op, prim.IotaOp):
+            e = op.start.value.data + op.step.value.data * index[0]
+            return self.convert(self.add(kd.IndexOp(e)), compute_dtype(op.dtype.data))
+        args = [self.value_at(x, i) for x, i in zip(op.operands, operand_indices(op, index))]
+        if isinstance(op, prim.VIEW_OPS):
+            return args[0]
+        out_dtype = dtype_of(op.results[0])
+        if isinstance(op, prim.ConvertElementTypeOp):
+            x = self.convert(args[0], out_dtype)
+            return self.convert(x, compute_dtype(out_dtype))
+        if isinstance(op, prim.WhereOp):
+            return self.add(prim.WhereOp(*args))
+        assert isinstance(op, prim.ElementwiseOp), op.name
+        return self.add(type(op)(*args, result_type=scalar_type(compute_dtype(out_dtype))))
+
+    def note_source(self, op: Operation) -> None:
+        src = op.attributes.get("strata.source")
+        name = src.data.split(" @ ")[0] if src is not None else op.name
+        if name not in self.sources:
+            self.sources.append(name)
+
+    # ------------------------------------------------------------ nodes
+    def node_index(self, v: SSAValue) -> Index:
+        d = self.k.domain
+        if is_reduction(v.owner):
+            return d.kept_index()
+        index = d.index_for(dims_of(v))
+        assert index is not None
+        return index
+
+    def emit_node(self, v: SSAValue) -> None:
+        op = v.owner
+        self.note_source(op)
+        if is_reduction(op):
+            row = self.value_at(op.x, self.k.domain.full_index())
+            scalar = self.add(kd.ReduceOp(row, op.KIND))
+        else:
+            scalar = self.inline(op, self.node_index(v))
+        self.node_scalars[v] = scalar
+        if v in self.stored:
+            out = self.output_args[v]
+            stored = self.convert(scalar, dtype_of(v))
+            dims = dims_of(v)
+            self.add(kd.StoreOp(stored, out, offset(self.node_index(v), dims, contiguous_strides(dims))))
+
+    def build(self, name: str) -> kd.FuncOp:
+        for v in self.outputs:
+            self.output_args[v] = self.block.insert_arg(self._buffer_type(v), len(self.block.args))
+        for v in self.k.nodes:
+            self.emit_node(v)
+        d = self.k.domain
+        symbols = sorted(_free_symbols(self.block, d), key=str)
+        func = kd.FuncOp(
+            name,
+            [],
+            len(self.inputs),
+            d.pointwise_dims,
+            d.reduction_dims,
+            symbols,
+            self.sources,
+        )
+        # Move the body built here into the kernel.func's region.
+        func.body.detach_block(0)
+        func.body.add_block(self.block)
+        return func
+
+
+def _free_symbols(block: Block, d) -> set[str]:
+    names: set[str] = set()
+    for dim in (*d.pointwise_dims, *d.reduction_dims):
+        names |= {s.name for s in sym(dim).free_symbols}
+    for op in block.ops:
+        if isinstance(op, kd.IndexedOp):
+            names |= {s.name for s in op.index_expr.free_symbols}
+    return {n for n in names if not (n[0] in "xr" and n[1:].isdigit())}

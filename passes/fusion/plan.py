@@ -1,0 +1,285 @@
+"""Fusion planning: which prim values become buffers, and which kernels compute them.
+
+Every op of the graph is one of three sorts:
+- *inline*: elementwise math, where, conversions, views, full, iota. Computed inside
+  whichever kernel reads it, at the index it is read at;
+- *reduction*: prim.sum/prod/amax/amin. Always a node of its own;
+- *extern*: library calls (prim.mm, prim.bmm, prim.cat) and aten ops left after
+  decomposition (eager fallbacks). They run in the program, on tensors.
+
+A value is *realized* (written to a buffer) when it is a reduction, an inline compute
+value that more than one consumer needs (through views), or the root of what an extern
+or the program's result reads. Realized values produced in kernels are *nodes*; nodes
+are grouped greedily, in program order, into kernels that share an iteration domain:
+a pointwise kernel over one shape, or a reduction kernel over a full shape F reduced on
+dims D, which also takes pointwise nodes of shape F (rows) or of F without D (one value
+per row). A node joins a kernel only if every value it reads from that kernel is read
+at the index the kernel computes it at, and everything else it reads is ready before
+the kernel runs. Realized values whose consumers all ended up in their own kernel are
+never stored.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+import sympy
+from xdsl.ir import Operation, SSAValue
+
+from strata.dialects import prim
+from strata.dialects.types import Dim, TensorType, sym
+from strata.passes.fusion.indexing import Index, equal
+
+INLINE_OPS = (
+    prim.ElementwiseOp,
+    prim.WhereOp,
+    prim.ConvertElementTypeOp,
+    prim.BroadcastInDimOp,
+    prim.ReshapeOp,
+    prim.PermuteOp,
+    prim.SliceOp,
+    prim.FullOp,
+    prim.IotaOp,
+)
+VIEW_OPS = (prim.BroadcastInDimOp, prim.ReshapeOp, prim.PermuteOp, prim.SliceOp)
+
+
+def is_inline(op: Operation) -> bool:
+    return isinstance(op, INLINE_OPS)
+
+
+def is_reduction(op: Operation) -> bool:
+    return isinstance(op, prim.ReductionOp) and len(op.dims.get_values()) > 0
+
+
+def is_extern(op: Operation) -> bool:
+    return not is_inline(op) and not is_reduction(op)
+
+
+@dataclass
+class Domain:
+    """A kernel's iteration domain: a full shape and the dims reduced (maybe none)."""
+
+    full: tuple[Dim, ...]
+    reduced: tuple[int, ...] = ()
+
+    @property
+    def kept(self) -> tuple[Dim, ...]:
+        return tuple(d for i, d in enumerate(self.full) if i not in self.reduced)
+
+    @property
+    def pointwise_dims(self) -> list[Dim]:
+        return list(self.kept)
+
+    @property
+    def reduction_dims(self) -> list[Dim]:
+        return [self.full[i] for i in self.reduced]
+
+    def full_index(self) -> Index:
+        """Loop variables for each dim of the full shape (0 where a dim is 1)."""
+        out, x, r = [], 0, 0
+        for i, d in enumerate(self.full):
+            if i in self.reduced:
+                out.append(sym(f"r{r}") if d != 1 else sympy.Integer(0))
+                r += 1
+            else:
+                out.append(sym(f"x{x}") if d != 1 else sympy.Integer(0))
+                x += 1
+        return tuple(out)
+
+    def kept_index(self) -> Index:
+        full = self.full_index()
+        return tuple(v for i, v in enumerate(full) if i not in self.reduced)
+
+    def index_for(self, dims: tuple[Dim, ...]) -> Index | None:
+        """The index at which a value of these dims is computed here, if it fits."""
+        if same_shape(dims, self.full):
+            return self.full_index()
+        if self.reduced and same_shape(dims, self.kept):
+            return self.kept_index()
+        return None
+
+
+def same_shape(a: tuple[Dim, ...], b: tuple[Dim, ...]) -> bool:
+    return len(a) == len(b) and all(x == y or equal(x, y) for x, y in zip(a, b))
+
+
+@dataclass
+class Kernel:
+    domain: Domain
+    nodes: list[SSAValue] = field(default_factory=list)
+    position: int = 0  # in the schedule
+
+    @property
+    def has_reduction(self) -> bool:
+        return bool(self.domain.reduced)
+
+
+@dataclass
+class Plan:
+    """The schedule: kernels and extern ops in the order the program runs them."""
+
+    schedule: list[Kernel | Operation] = field(default_factory=list)
+    realized: set[SSAValue] = field(default_factory=set)
+    kernel_of: dict[SSAValue, Kernel] = field(default_factory=dict)
+
+
+def dims_of(v: SSAValue) -> tuple[Dim, ...]:
+    t = v.type
+    assert isinstance(t, TensorType), t
+    return t.dims
+
+
+def effective_uses(v: SSAValue) -> int:
+    """How many non-view consumers read v, counting through chains of views."""
+    n = 0
+    for use in v.uses:
+        op = use.operation
+        if isinstance(op, VIEW_OPS):
+            n += effective_uses(op.results[0])
+        else:
+            n += 1
+    return n
+
+
+def view_root(v: SSAValue) -> SSAValue:
+    """The value under a chain of views."""
+    while isinstance(v.owner, VIEW_OPS):
+        v = v.owner.operands[0]
+    return v
+
+
+def choose_realized(ops: list[Operation], outputs: list[SSAValue]) -> set[SSAValue]:
+    realized: set[SSAValue] = set()
+    for op in ops:
+        if is_reduction(op) or is_extern(op):
+            realized.update(op.results)
+            if is_extern(op):
+                for v in op.operands:
+                    _realize_root(v, realized)
+        elif is_inline(op) and not isinstance(op, VIEW_OPS + (prim.FullOp, prim.IotaOp)):
+            if effective_uses(op.results[0]) > 1:
+                realized.add(op.results[0])
+    for v in outputs:
+        _realize_root(v, realized)
+    return realized
+
+
+def _realize_root(v: SSAValue, realized: set[SSAValue]) -> None:
+    root = view_root(v)
+    if isinstance(root.owner, Operation):
+        realized.add(root)
+
+
+def operand_indices(op: Operation, index: Index) -> list[Index]:
+    """For an inline op computing the element at `index`: where it reads each operand."""
+    if isinstance(op, prim.BroadcastInDimOp):
+        from strata.passes.fusion.indexing import broadcast_index
+
+        return [broadcast_index(index, dims_of(op.x), prim.ints_of(op.broadcast_dimensions))]
+    if isinstance(op, prim.PermuteOp):
+        from strata.passes.fusion.indexing import permute_index
+
+        return [permute_index(index, prim.ints_of(op.dims))]
+    if isinstance(op, prim.ReshapeOp):
+        from strata.passes.fusion.indexing import reshape_index
+
+        return [reshape_index(index, dims_of(op.result), dims_of(op.x))]
+    if isinstance(op, prim.SliceOp):
+        from strata.passes.fusion.indexing import slice_index
+
+        return [slice_index(index, prim.dims_of(op.start), prim.ints_of(op.step))]
+    return [index for _ in op.operands]
+
+
+def reads(v: SSAValue, index: Index, realized: set[SSAValue], out: list[tuple[SSAValue, Index]]) -> None:
+    """The realized values (and indices) that computing v at `index` inline reads."""
+    if v in realized or not isinstance(v.owner, Operation):
+        out.append((v, index))
+        return
+    op = v.owner
+    for operand, idx in zip(op.operands, operand_indices(op, index)):
+        reads(operand, idx, realized, out)
+
+
+def same_index(a: Index, b: Index) -> bool:
+    return len(a) == len(b) and all(sympy.simplify(x - y) == 0 for x, y in zip(a, b))
+
+
+def build_plan(ops: list[Operation], outputs: list[SSAValue]) -> Plan:
+    plan = Plan(realized=choose_realized(ops, outputs))
+    ready: dict[SSAValue, int] = {}  # realized value -> schedule position producing it
+    for op in ops:
+        if is_extern(op):
+            deps = [view_root(v) for v in op.operands]
+            plan.schedule.append(op)
+            for r in op.results:
+                ready[r] = len(plan.schedule) - 1
+            continue
+        v = op.results[0]
+        if v not in plan.realized:
+            continue
+        kernel = _place(plan, v, ready)
+        kernel.nodes.append(v)
+        plan.kernel_of[v] = kernel
+        ready[v] = kernel.position
+    return plan
+
+
+def node_domain(v: SSAValue) -> Domain:
+    op = v.owner
+    if is_reduction(op):
+        return Domain(dims_of(op.x), prim.ints_of(op.dims))
+    return Domain(dims_of(v))
+
+
+def _place(plan: Plan, v: SSAValue, ready: dict[SSAValue, int]) -> Kernel:
+    """The kernel that computes node v: an existing one it fits, or a new one."""
+    own = node_domain(v)
+    for item in reversed(plan.schedule):
+        if isinstance(item, Kernel) and _fits(plan, item, v, own, ready):
+            return item
+    kernel = Kernel(own, position=len(plan.schedule))
+    plan.schedule.append(kernel)
+    return kernel
+
+
+def _fits(plan: Plan, k: Kernel, v: SSAValue, own: Domain, ready: dict[SSAValue, int]) -> bool:
+    domain = _merged_domain(k, v, own)
+    if domain is None:
+        return False
+    index = domain.index_for(dims_of(v)) if not is_reduction(v.owner) else domain.kept_index()
+    if index is None:
+        return False
+    # What v reads: from k at the index k computes it, else ready before k runs.
+    op = v.owner
+    leaves: list[tuple[SSAValue, Index]] = []
+    if is_reduction(op):
+        reads(op.x, domain.full_index(), plan.realized, leaves)
+    else:
+        for operand, idx in zip(op.operands, operand_indices(op, index)):
+            reads(operand, idx, plan.realized, leaves)
+    for value, idx in leaves:
+        if plan.kernel_of.get(value) is k:
+            natural = domain.index_for(dims_of(value))
+            if is_reduction(value.owner):
+                natural = domain.kept_index()
+            if natural is None or not same_index(idx, natural):
+                return False
+        elif ready.get(value, -1) > k.position:
+            return False
+    k.domain = domain
+    return True
+
+
+def _merged_domain(k: Kernel, v: SSAValue, own: Domain) -> Domain | None:
+    """The domain of k with node v added, or None if they cannot share one."""
+    d = k.domain
+    if is_reduction(v.owner):
+        if d.reduced:
+            return d if same_shape(d.full, own.full) and d.reduced == own.reduced else None
+        # k is pointwise so far: its nodes must be rows or per-row values of v's domain.
+        if same_shape(d.full, own.full) or same_shape(d.full, own.kept):
+            return own
+        return None
+    return d if d.index_for(dims_of(v)) is not None else None
