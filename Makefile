@@ -1,0 +1,28 @@
+# make demo  — set up, then compile a small transformer block with strata and compare it with eager
+# make test  — set up, then run the test suite
+PYTHON ?= python3
+VENV := .venv
+PY := $(VENV)/bin/python
+STAMP := $(VENV)/.installed
+
+.PHONY: setup demo test test-fast clean
+
+setup: $(STAMP)
+
+# torch is pinned first: 2.13.0 is the CPU build this machine has on disk; an
+# unpinned torch would pull a CUDA build of several GB.
+$(STAMP): pyproject.toml
+	test -x $(PY) || $(PYTHON) -m venv $(VENV)
+	$(PY) -m pip install -q --upgrade pip
+	$(PY) -m pip install -q torch==2.13.0
+	$(PY) -m pip install -q -e '.[test]'
+	touch $(STAMP)
+
+demo: setup
+	$(PY) benchmarks/demo.py
+
+test: setup
+	$(PY) -m pytest -q -p no:cacheprovider tests
+
+clean:
+	rm -rf $(VENV) strata_trace .pytest_cache
