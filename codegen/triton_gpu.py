@@ -1,0 +1,131 @@
+"""The Triton back end: one kernel.func → Triton source → a loaded module → launches.
+
+The source (written by triton_source) goes to the disk cache and is imported from
+there, since Triton's jit reads a kernel's source through `inspect`, which needs a real
+file; a second compile of the same IR for the same device imports the cached file.
+The module's `launch(buffers, symbols)` computes sizes, picks tiles and launches; it is
+generated Python, so a call does no sympy work.
+
+CPU tensors run in Triton's interpreter. Triton (3.6 and 3.9 alike) reads
+TRITON_INTERPRET through `triton.knobs.runtime.interpret`, which looks at the
+environment on every access: when `@triton.jit` decorates a function and again while an
+interpreted kernel runs. So the variable is set around both the import of a CPU module
+and each of its launches, then restored, and CUDA kernels of the same process stay
+compiled. Setting it is not thread-safe: do not compile CUDA kernels in another thread
+while a CPU kernel runs. triton.language's own @jit functions (tl.sum, tl.zeros, …)
+were fixed to one mode when triton was imported, so generated code calls only builtins.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import hashlib
+import importlib.util
+import os
+import sys
+from collections.abc import Callable, Iterator
+from pathlib import Path
+from types import ModuleType
+
+import numpy
+import torch
+
+from strata.codegen.triton_source import KernelSource, kernel_name
+from strata.dialects.kernel import FuncOp
+from strata.runtime import cache
+
+CACHE_KIND = "triton"
+DEVICES = ("cuda", "cpu")
+
+
+def _generator_fingerprint() -> str:
+    """A hash of this code generator's sources: part of every cache key, so that a
+    cached module never outlives the code that wrote it (strata's version alone does
+    not change with every fix)."""
+    h = hashlib.sha256()
+    for path in sorted(Path(__file__).parent.glob("triton_*.py")):
+        h.update(path.read_bytes())
+    return h.hexdigest()[:16]
+
+
+GENERATOR = _generator_fingerprint()
+
+
+class CompiledKernel:
+    """A kernel ready to launch on buffers (block-argument order) and symbol values."""
+
+    def __init__(self, name: str, source: str, launch: Callable[[list[torch.Tensor], list[int]], None], interpret: bool):
+        self.name = name
+        self.source = source
+        self._run = _interpreted(launch) if interpret else launch
+
+    def __call__(self, buffers: list[torch.Tensor], symbols: list[int]) -> None:
+        self._run(buffers, symbols)
+
+    def __repr__(self) -> str:
+        return f"<CompiledKernel {self.name} (triton)>"
+
+
+def compile_kernel(func: FuncOp, device: str = "cuda") -> CompiledKernel:
+    """Triton code for `func`, for tensors on `device` ("cuda", or "cpu" for Triton's
+    interpreter); raises CodegenError naming an op it cannot lower."""
+    device = _device_kind(device)
+    key = cache.cache_key(str(func), CACHE_KIND, device, GENERATOR)
+    path = cache.path_of(CACHE_KIND, key, ".py")
+    module = _load_cached(path, key, device)
+    if module is None:
+        source = KernelSource(func, device).module()
+        path = cache.write(CACHE_KIND, key, ".py", source.encode())
+        module = _load(path, key, device)
+    return CompiledKernel(kernel_name(func), path.read_text(), module.launch, device == "cpu")
+
+
+def _device_kind(device: str) -> str:
+    kind = str(device).split(":")[0]
+    if kind not in DEVICES:
+        raise ValueError(f"the Triton back end runs on {' or '.join(DEVICES)}, not '{device}'")
+    return kind
+
+
+def _load_cached(path: Path, key: str, device: str) -> ModuleType | None:
+    """The cached module, or None: a missing or broken entry is a miss."""
+    if not path.exists():
+        return None
+    try:
+        return _load(path, key, device)
+    except Exception:
+        return None
+
+
+def _load(path: Path, key: str, device: str) -> ModuleType:
+    name = f"strata_triton_{key}"
+    spec = importlib.util.spec_from_file_location(name, path)
+    module = importlib.util.module_from_spec(spec)
+    with _interpreting() if device == "cpu" else contextlib.nullcontext():
+        spec.loader.exec_module(module)
+    sys.modules[name] = module
+    return module
+
+
+@contextlib.contextmanager
+def _interpreting() -> Iterator[None]:
+    """Triton's interpreter on, and numpy quiet: masked-off lanes compute on garbage
+    (0/0, log of 0) whose results are never stored."""
+    old = os.environ.get("TRITON_INTERPRET")
+    os.environ["TRITON_INTERPRET"] = "1"
+    try:
+        with numpy.errstate(all="ignore"):
+            yield
+    finally:
+        if old is None:
+            del os.environ["TRITON_INTERPRET"]
+        else:
+            os.environ["TRITON_INTERPRET"] = old
+
+
+def _interpreted(launch: Callable[[list[torch.Tensor], list[int]], None]) -> Callable[[list[torch.Tensor], list[int]], None]:
+    def run(buffers: list[torch.Tensor], symbols: list[int]) -> None:
+        with _interpreting():
+            launch(buffers, symbols)
+
+    return run

@@ -1,0 +1,112 @@
+"""Index and size expressions (sympy) printed as integer code for Triton and Python.
+
+Every variable and every intermediate value of an index is non-negative (sizes, loop
+indices, offsets into a buffer), so `floor(a/b)` prints as `a // b` and `Mod(a, b)` as
+`a % b`: Triton's integer division truncates and Python's floors, which agree there.
+The same text therefore serves kernel bodies and the Python launcher.
+"""
+
+from __future__ import annotations
+
+import sympy
+
+from strata.codegen.errors import CodegenError
+
+INT32_LIMIT = 2**31
+
+
+def int_code(expr: sympy.Expr, python: bool = False) -> str:
+    """`expr` as integer code; Max and Min only where `python` (launcher sizes)."""
+    if expr.is_Integer:
+        return str(int(expr))
+    if expr.is_Symbol:
+        return expr.name
+    if isinstance(expr, sympy.Add):
+        return _sum_code(expr, python)
+    if isinstance(expr, sympy.Mul):
+        return _product_code(expr, python)
+    if isinstance(expr, sympy.Pow) and expr.exp.is_Integer and expr.exp > 0:
+        return "*".join([_factor_code(expr.base, python)] * int(expr.exp))
+    if isinstance(expr, (sympy.floor, sympy.ceiling)):
+        num, den = sympy.fraction(sympy.together(expr.args[0]))
+        if den == 1:
+            return int_code(num, python)
+        if isinstance(expr, sympy.ceiling):
+            num = num + den - 1
+        return f"(({int_code(num, python)}) // ({int_code(den, python)}))"
+    if isinstance(expr, sympy.Mod):
+        a, m = expr.args
+        return f"(({int_code(a, python)}) % ({int_code(m, python)}))"
+    if python and isinstance(expr, (sympy.Max, sympy.Min)):
+        fn = "max" if isinstance(expr, sympy.Max) else "min"
+        return f"{fn}({', '.join(int_code(a, python) for a in expr.args)})"
+    raise CodegenError(
+        f"index expression {expr} ({type(expr).__name__}) is not supported by the Triton code generator"
+    )
+
+
+def _sum_code(expr: sympy.Add, python: bool) -> str:
+    out = ""
+    for term in expr.as_ordered_terms():
+        code = int_code(term, python)
+        if not out:
+            out = code
+        elif code.startswith("-"):
+            out += f" - {code[1:]}"
+        else:
+            out += f" + {code}"
+    return out
+
+
+def _product_code(expr: sympy.Mul, python: bool) -> str:
+    coeff, rest = expr.as_coeff_Mul()
+    if not coeff.is_Integer:
+        raise CodegenError(f"index expression {expr} has a non-integer coefficient outside floor()")
+    body = "*".join(_factor_code(f, python) for f in sympy.Mul.make_args(rest))
+    if coeff == 1:
+        return body
+    if coeff == -1:
+        return f"-{body}"
+    return f"{int(coeff)}*{body}"
+
+
+def _factor_code(expr: sympy.Expr, python: bool) -> str:
+    code = int_code(expr, python)
+    return f"({code})" if isinstance(expr, (sympy.Add, sympy.Mul)) or code.startswith("-") else code
+
+
+def upper_bound(expr: sympy.Expr, maxima: dict[str, int]) -> int | None:
+    """A bound on |expr| and on |every intermediate value| when each symbol ranges over
+    0..maxima[name]; None when a symbol has no known maximum."""
+    if expr.is_Integer:
+        return abs(int(expr))
+    if expr.is_Symbol:
+        return maxima.get(expr.name)
+    bounds = [upper_bound(a, maxima) for a in expr.args]
+    if any(b is None for b in bounds):
+        return None
+    if isinstance(expr, sympy.Add):
+        return sum(bounds)
+    if isinstance(expr, sympy.Mul):
+        out = 1
+        for b in bounds:
+            out *= b
+        return out
+    if isinstance(expr, sympy.Pow):
+        return bounds[0] ** bounds[1] if expr.exp.is_Integer and expr.exp > 0 else None
+    if isinstance(expr, (sympy.floor, sympy.ceiling)):
+        # the printed numerator of floor(p/q) is itself computed: bound it.
+        num, _ = sympy.fraction(sympy.together(expr.args[0]))
+        return upper_bound(num, maxima)
+    if isinstance(expr, (sympy.Mod, sympy.Max, sympy.Min)):
+        return max(bounds)
+    return None
+
+
+def fits_int32(exprs: list[sympy.Expr], maxima: dict[str, int]) -> bool:
+    """Whether every expression, and every step of computing it, stays below 2**31."""
+    for e in exprs:
+        bound = upper_bound(e, maxima)
+        if bound is None or bound >= INT32_LIMIT:
+            return False
+    return True

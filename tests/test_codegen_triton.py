@@ -1,0 +1,639 @@
+"""The Triton code generator, run by Triton's interpreter on CPU tensors and compared
+with eager PyTorch."""
+
+from __future__ import annotations
+
+import pytest
+import torch
+
+from strata.codegen import CodegenError
+from strata.codegen import triton_source
+from strata.codegen.triton_gpu import compile_kernel
+from strata.codegen.triton_tiles import PERSISTENT_LIMIT
+from strata.dialects.context import parse_module
+from strata.dialects.kernel import FuncOp, element_of
+from strata.dialects.prim import ELEMENTWISE
+from strata.dialects.types import DTYPES
+
+IR_TYPE = {"u8": "ui8"}
+
+
+def ir_type(dtype: str) -> str:
+    return IR_TYPE.get(dtype, dtype)
+
+
+def kernel_func(body: str, buffers: list[str], num_inputs: int, pointwise: str, reduction: str = "",
+                symbols: str = "", name: str = "k0", sources: str = '"aten.test.default"') -> FuncOp:
+    """A kernel.func from its body; buffers are dtypes, inputs first."""
+    args = ", ".join(
+        f"%{'in' if i < num_inputs else 'out'}{i if i < num_inputs else i - num_inputs}: !kernel.buffer<{ir_type(d)}>"
+        for i, d in enumerate(buffers)
+    )
+    text = f"""builtin.module {{
+kernel.func @{name} attributes {{pointwise = [{pointwise}], reduction = [{reduction}], num_inputs = {num_inputs} : i64, symbols = [{symbols}], sources = [{sources}]}} {{
+^bb0({args}):
+{body}
+}}
+}}"""
+    module = parse_module(text)
+    module.verify()
+    return module.body.block.first_op
+
+
+def load(name: str, buf: str, index: str, dtype: str) -> str:
+    t = ir_type(dtype)
+    return f'  %{name} = kernel.load %{buf}["{index}"] : !kernel.buffer<{t}> -> {t}'
+
+
+def store(value: str, buf: str, index: str, dtype: str) -> str:
+    t = ir_type(dtype)
+    return f'  kernel.store %{value}, %{buf}["{index}"] : {t}, !kernel.buffer<{t}>'
+
+
+def prim(result: str, op: str, args: list[str], dtype: str, result_dtype: str | None = None) -> str:
+    t, rt = ir_type(dtype), ir_type(result_dtype or dtype)
+    operands = ", ".join(f"%{a}" for a in args)
+    return f"  %{result} = prim.{op} {operands} : ({', '.join([t] * len(args))}) -> {rt}"
+
+
+def reduce(result: str, kind: str, arg: str, dtype: str) -> str:
+    t = ir_type(dtype)
+    return f'  %{result} = kernel.reduce "{kind}" %{arg} : {t} -> {t}'
+
+
+def randn(*shape: int, dtype: torch.dtype = torch.float32) -> torch.Tensor:
+    return torch.randn(*shape, dtype=torch.float64).to(dtype)
+
+
+def run(func: FuncOp, inputs: list[torch.Tensor], outputs: list[torch.Tensor], symbols: list[int] = ()) -> list[torch.Tensor]:
+    compile_kernel(func, "cpu")([*inputs, *outputs], list(symbols))
+    return outputs
+
+
+# ---------------------------------------------------------------- pointwise
+def test_pointwise_chain_and_header():
+    body = "\n".join([
+        load("a", "in0", "x1 + 33*x0", "f32"),
+        load("b", "in1", "x1 + 33*x0", "f32"),
+        prim("m", "mul", ["a", "b"], "f32"),
+        prim("e", "exp", ["a"], "f32"),
+        prim("s", "add", ["m", "e"], "f32"),
+        prim("t", "tanh", ["s"], "f32"),
+        store("t", "out0", "x1 + 33*x0", "f32"),
+    ])
+    func = kernel_func(body, ["f32", "f32", "f32"], 2, "4, 33", sources='"aten.mul.Tensor", "aten.tanh.default"')
+    kernel = compile_kernel(func, "cpu")
+    assert kernel.name == "k0"
+    assert kernel.source.startswith("# strata kernel k0\n# from aten ops: aten.mul.Tensor, aten.tanh.default\n")
+    a, b = randn(4, 33), randn(4, 33)
+    out = torch.empty(4, 33)
+    kernel([a, b, out], [])
+    torch.testing.assert_close(out, torch.tanh(a * b + torch.exp(a)))
+
+
+def test_transposed_and_broadcast_loads():
+    # out[x0, x1] = a[x1, x0] (a is [7, 5]) + b[x1] (b broadcast along x0)
+    body = "\n".join([
+        load("a", "in0", "5*x1 + x0", "f32"),
+        load("b", "in1", "x1", "f32"),
+        prim("s", "add", ["a", "b"], "f32"),
+        store("s", "out0", "7*x0 + x1", "f32"),
+    ])
+    func = kernel_func(body, ["f32", "f32", "f32"], 2, "5, 7")
+    a, b = randn(7, 5), randn(7)
+    (out,) = run(func, [a, b], [torch.empty(5, 7)])
+    torch.testing.assert_close(out, a.t() + b)
+
+
+def test_strided_view_of_a_larger_buffer():
+    # every other column of a [6, 10] buffer, with a symbolic row count
+    body = "\n".join([
+        load("a", "in0", "2*x1 + 10*x0 + 1", "f32"),
+        prim("n", "neg", ["a"], "f32"),
+        store("n", "out0", "5*x0 + x1", "f32"),
+    ])
+    func = kernel_func(body, ["f32", "f32"], 1, '"s0", 5', symbols='"s0"')
+    a = randn(6, 10)
+    (out,) = run(func, [a], [torch.empty(6, 5)], [6])
+    torch.testing.assert_close(out, -a[:, 1::2])
+
+
+def test_symbolic_sizes_reuse_one_compile():
+    body = "\n".join([
+        load("a", "in0", "x0*s1 + x1", "f32"),
+        prim("r", "sigmoid", ["a"], "f32"),
+        store("r", "out0", "x0*s1 + x1", "f32"),
+    ])
+    kernel = compile_kernel(kernel_func(body, ["f32", "f32"], 1, '"s0", "s1"', symbols='"s0", "s1"'), "cpu")
+    for shape in ((3, 5), (17, 129)):
+        a = randn(*shape)
+        out = torch.empty(shape)
+        kernel([a, out], list(shape))
+        torch.testing.assert_close(out, torch.sigmoid(a))
+
+
+def test_empty_pointwise_domain():
+    body = "\n".join([load("a", "in0", "x0", "f32"), store("a", "out0", "x0", "f32")])
+    symbolic = compile_kernel(kernel_func(body, ["f32", "f32"], 1, '"s0"', symbols='"s0"'), "cpu")
+    symbolic([torch.empty(0), torch.empty(0)], [0])
+    static = compile_kernel(kernel_func(body, ["f32", "f32"], 1, "0"), "cpu")
+    static([torch.empty(0), torch.empty(0)], [])
+
+
+# ---------------------------------------------------------------- reductions
+SOFTMAX = "\n".join([
+    load("a", "in0", "x0*s1 + r0", "f32"),
+    reduce("m", "amax", "a", "f32"),
+    prim("d", "sub", ["a", "m"], "f32"),
+    prim("e", "exp", ["d"], "f32"),
+    reduce("s", "sum", "e", "f32"),
+    prim("r", "div", ["e", "s"], "f32"),
+    store("r", "out0", "x0*s1 + r0", "f32"),
+])
+
+
+@pytest.mark.parametrize("rows, cols", [(3, 1), (4, 7), (5, 1000), (3, PERSISTENT_LIMIT + 1000)])
+def test_softmax_rows(rows, cols):
+    func = kernel_func(SOFTMAX, ["f32", "f32"], 1, '"s0"', '"s1"', symbols='"s0", "s1"', sources='"aten._softmax.default"')
+    x = randn(rows, cols) * 3
+    (out,) = run(func, [x], [torch.empty(rows, cols)], [rows, cols])
+    torch.testing.assert_close(out, torch.softmax(x, 1))
+
+
+def test_static_long_rows_loop_once_per_reduction():
+    cols = PERSISTENT_LIMIT * 2 + 3
+    body = SOFTMAX.replace("x0*s1", f"{cols}*x0")
+    func = kernel_func(body, ["f32", "f32"], 1, "2", str(cols))
+    kernel = compile_kernel(func, "cpu")
+    assert kernel.source.count("for roffset in range") == 3  # amax, sum, then the stores
+    x = randn(2, cols)
+    out = torch.empty(2, cols)
+    kernel([x, out], [])
+    torch.testing.assert_close(out, torch.softmax(x, 1))
+
+
+@pytest.mark.parametrize("cols", [5, PERSISTENT_LIMIT + 5])
+def test_layer_norm_two_reductions_in_one_loop(cols):
+    # mean and mean of squares reduce the same row: one loop for both
+    body = "\n".join([
+        load("a", "in0", "x0*s1 + r0", "f32"),
+        load("n", "in1", "0", "f32"),
+        prim("sq", "mul", ["a", "a"], "f32"),
+        reduce("s", "sum", "a", "f32"),
+        reduce("q", "sum", "sq", "f32"),
+        prim("mean", "div", ["s", "n"], "f32"),
+        prim("msq", "div", ["q", "n"], "f32"),
+        prim("m2", "mul", ["mean", "mean"], "f32"),
+        prim("var", "sub", ["msq", "m2"], "f32"),
+        prim("sd", "rsqrt", ["var"], "f32"),
+        prim("c", "sub", ["a", "mean"], "f32"),
+        prim("y", "mul", ["c", "sd"], "f32"),
+        store("y", "out0", "x0*s1 + r0", "f32"),
+        store("mean", "out1", "x0", "f32"),
+    ])
+    func = kernel_func(body, ["f32", "f32", "f32", "f32"], 2, '"s0"', '"s1"', symbols='"s0", "s1"')
+    x = randn(3, cols) + 2
+    y, mean = run(func, [x, torch.tensor([float(cols)])], [torch.empty(3, cols), torch.empty(3)], [3, cols])
+    torch.testing.assert_close(mean, x.mean(1))
+    torch.testing.assert_close(y, torch.nn.functional.layer_norm(x, (cols,), eps=0.0), atol=1e-4, rtol=1e-4)
+
+
+@pytest.mark.parametrize("kind, fn", [("sum", torch.sum), ("prod", torch.prod), ("amax", torch.amax), ("amin", torch.amin)])
+def test_reduce_over_non_last_dims(kind, fn):
+    # x: [4, 3, 5]; reduce dims 0 and 2 → [3]
+    body = "\n".join([load("a", "in0", "15*r0 + 5*x0 + r1", "f64"), reduce("s", kind, "a", "f64"), store("s", "out0", "x0", "f64")])
+    func = kernel_func(body, ["f64", "f64"], 1, "3", "4, 5")
+    x = randn(4, 3, 5, dtype=torch.float64) * 0.5 + (1.0 if kind == "prod" else 0.0)
+    (out,) = run(func, [x], [torch.empty(3, dtype=torch.float64)])
+    expected = fn(x.permute(1, 0, 2).reshape(3, 20), 1)
+    torch.testing.assert_close(out, expected)
+
+
+def test_column_sum_long_rows_looped_outer():
+    # sum over dim 0 of an [R, 6] matrix with R beyond the persistent limit
+    rows = PERSISTENT_LIMIT + 10
+    body = "\n".join([load("a", "in0", "6*r0 + x0", "f32"), reduce("s", "sum", "a", "f32"), store("s", "out0", "x0", "f32")])
+    func = kernel_func(body, ["f32", "f32"], 1, "6", str(rows))
+    x = randn(rows, 6)
+    (out,) = run(func, [x], [torch.empty(6)])
+    torch.testing.assert_close(out, x.sum(0), rtol=1e-5, atol=1e-4)
+
+
+def test_empty_reduction_gives_identity():
+    body = "\n".join([
+        load("a", "in0", "x0*s1 + r0", "f32"),
+        reduce("s", "sum", "a", "f32"),
+        reduce("p", "prod", "a", "f32"),
+        store("s", "out0", "x0", "f32"),
+        store("p", "out1", "x0", "f32"),
+    ])
+    func = kernel_func(body, ["f32", "f32", "f32"], 1, '"s0"', '"s1"', symbols='"s0", "s1"')
+    s, p = run(func, [torch.empty(3, 0)], [torch.full((3,), 7.0), torch.full((3,), 7.0)], [3, 0])
+    torch.testing.assert_close(s, torch.zeros(3))
+    torch.testing.assert_close(p, torch.ones(3))
+
+
+def test_nan_propagation_in_maximum_and_amax():
+    body = "\n".join([
+        load("a", "in0", "4*x0 + r0", "f32"),
+        load("b", "in1", "4*x0 + r0", "f32"),
+        prim("m", "maximum", ["a", "b"], "f32"),
+        prim("n", "minimum", ["a", "b"], "f32"),
+        reduce("x", "amax", "a", "f32"),
+        store("m", "out0", "4*x0 + r0", "f32"),
+        store("n", "out1", "4*x0 + r0", "f32"),
+        store("x", "out2", "x0", "f32"),
+    ])
+    func = kernel_func(body, ["f32"] * 5, 2, "3", "4")
+    a, b = randn(3, 4), randn(3, 4)
+    a[0, 1] = float("nan")
+    b[1, 2] = float("nan")
+    m, n, x = run(func, [a, b], [torch.empty(3, 4), torch.empty(3, 4), torch.empty(3)])
+    torch.testing.assert_close(m, torch.maximum(a, b), equal_nan=True)
+    torch.testing.assert_close(n, torch.minimum(a, b), equal_nan=True)
+    torch.testing.assert_close(x, a.amax(1), equal_nan=True)
+
+
+@pytest.mark.parametrize("dtype", ["bf16", "f16"])
+def test_half_precision_sum_accumulates_in_f32(dtype):
+    body = "\n".join([load("a", "in0", "300*x0 + r0", dtype), reduce("s", "sum", "a", dtype), store("s", "out0", "x0", dtype)])
+    func = kernel_func(body, [dtype, dtype], 1, "4", "300")
+    a = randn(4, 300, dtype=DTYPES[dtype])
+    (out,) = run(func, [a], [torch.empty(4, dtype=DTYPES[dtype])])
+    torch.testing.assert_close(out, a.sum(1))
+
+
+def test_bool_and_int8_reductions():
+    body = "\n".join([
+        load("a", "in0", "5*x0 + r0", "i1"),
+        load("b", "in1", "5*x0 + r0", "i8"),
+        reduce("any", "sum", "a", "i1"),
+        reduce("all", "prod", "a", "i1"),
+        reduce("s", "sum", "b", "i8"),
+        store("any", "out0", "x0", "i1"),
+        store("all", "out1", "x0", "i1"),
+        store("s", "out2", "x0", "i8"),
+    ])
+    func = kernel_func(body, ["i1", "i8", "i1", "i1", "i8"], 2, "4", "5")
+    a = torch.tensor([[0, 0, 0, 0, 0], [1, 1, 1, 1, 1], [0, 1, 0, 0, 0], [1, 1, 0, 1, 1]], dtype=torch.bool)
+    b = torch.randint(-128, 128, (4, 5), dtype=torch.int8)
+    any_, all_, s = run(func, [a, b], [torch.empty(4, dtype=torch.bool), torch.empty(4, dtype=torch.bool), torch.empty(4, dtype=torch.int8)])
+    assert torch.equal(any_, a.any(1)) and torch.equal(all_, a.all(1))
+    assert torch.equal(s, torch.sum(b, 1, dtype=torch.int8))
+
+
+def test_row_store_of_a_scalar_and_index_op():
+    # out[x0, r0] = sum(row) + r0 (kernel.index), broadcast over the row
+    body = "\n".join([
+        load("a", "in0", "6*x0 + r0", "i64"),
+        reduce("s", "sum", "a", "i64"),
+        '  %i = kernel.index "r0" : i64',
+        prim("t", "add", ["s", "i"], "i64"),
+        store("t", "out0", "6*x0 + r0", "i64"),
+    ])
+    func = kernel_func(body, ["i64", "i64"], 1, "3", "6")
+    a = torch.randint(-50, 50, (3, 6))
+    (out,) = run(func, [a], [torch.empty(3, 6, dtype=torch.int64)])
+    assert torch.equal(out, a.sum(1, keepdim=True) + torch.arange(6))
+
+
+@pytest.mark.parametrize("cols", [6, PERSISTENT_LIMIT + 6])
+def test_scalars_broadcast_into_rows(cols):
+    # sum over R of a value that does not depend on r, and rows that are scalars
+    body = "\n".join([
+        '  %i = kernel.index "x0" : i64',
+        '  %f = prim.convert_element_type %i {dtype = "f32"} : (i64) -> f32',
+        reduce("s", "sum", "f", "f32"),
+        load("a", "in0", f"{cols}*x0 + r0", "f32"),
+        prim("t", "add", ["a", "s"], "f32"),
+        store("t", "out0", f"{cols}*x0 + r0", "f32"),
+        store("f", "out1", f"{cols}*x0 + r0", "f32"),
+        store("s", "out2", "x0", "f32"),
+    ])
+    func = kernel_func(body, ["f32"] * 4, 1, "3", str(cols))
+    a = randn(3, cols)
+    t, f, s = run(func, [a], [torch.empty(3, cols), torch.empty(3, cols), torch.empty(3)])
+    x = torch.arange(3, dtype=torch.float32)
+    torch.testing.assert_close(s, x * cols)
+    torch.testing.assert_close(t, a + (x * cols)[:, None])
+    torch.testing.assert_close(f, x[:, None].expand(3, cols))
+
+
+def test_unit_dims_and_static_int32_indexing():
+    body = "\n".join([load("a", "in0", "4*x0 + x1 + x2", "f32"), prim("r", "abs", ["a"], "f32"), store("r", "out0", "4*x0 + x2", "f32")])
+    func = kernel_func(body, ["f32", "f32"], 1, "3, 1, 4")
+    kernel = compile_kernel(func, "cpu")
+    assert "tl.int64" not in kernel.source and "x1" not in kernel.source
+    a = randn(3, 1, 4)
+    out = torch.empty(3, 1, 4)
+    kernel([a, out], [])
+    torch.testing.assert_close(out, a.abs())
+
+
+def test_row_stored_without_r_index_raises():
+    body = "\n".join([load("a", "in0", "4*x0 + r0", "f32"), store("a", "out0", "x0", "f32")])
+    with pytest.raises(CodegenError, match="names no reduction variable"):
+        compile_kernel(kernel_func(body, ["f32", "f32"], 1, "3", "4"), "cpu")
+
+
+# ---------------------------------------------------------------- scalar ops
+def unary(op: str, dtype: str, result_dtype: str | None = None) -> FuncOp:
+    rt = result_dtype or dtype
+    body = "\n".join([load("a", "in0", "x0", dtype), prim("r", op, ["a"], dtype, rt), store("r", "out0", "x0", rt)])
+    return kernel_func(body, [dtype, rt], 1, '"s0"', symbols='"s0"')
+
+
+def binary(op: str, dtype: str, result_dtype: str | None = None) -> FuncOp:
+    rt = result_dtype or dtype
+    body = "\n".join([
+        load("a", "in0", "x0", dtype), load("b", "in1", "x0", dtype),
+        prim("r", op, ["a", "b"], dtype, rt), store("r", "out0", "x0", rt),
+    ])
+    return kernel_func(body, [dtype, dtype, rt], 2, '"s0"', symbols='"s0"')
+
+
+def run_elementwise(func: FuncOp, inputs: list[torch.Tensor], dtype: torch.dtype) -> torch.Tensor:
+    n = inputs[0].numel()
+    (out,) = run(func, inputs, [torch.empty(n, dtype=dtype)], [n])
+    return out
+
+
+FLOAT_UNARY = {
+    "exp": (torch.exp, 3), "expm1": (torch.expm1, 3), "log": (torch.log, "pos"), "log1p": (torch.log1p, "pos"),
+    "log2": (torch.log2, "pos"), "log10": (torch.log10, "pos"), "sqrt": (torch.sqrt, "pos"), "rsqrt": (torch.rsqrt, "pos"),
+    "sin": (torch.sin, 4), "cos": (torch.cos, 4), "tan": (torch.tan, 1), "asin": (torch.asin, "unit"), "acos": (torch.acos, "unit"),
+    "atan": (torch.atan, 10), "sinh": (torch.sinh, 3), "cosh": (torch.cosh, 3), "tanh": (torch.tanh, 5), "asinh": (torch.asinh, 10),
+    "acosh": (torch.acosh, "above1"), "atanh": (torch.atanh, "unit"), "erf": (torch.erf, 3), "erfc": (torch.erfc, 4),
+    "erfinv": (torch.erfinv, "unit"), "sigmoid": (torch.sigmoid, 5), "reciprocal": (torch.reciprocal, 3),
+    "lgamma": (torch.lgamma, 6), "digamma": (torch.digamma, 6), "exp2": (torch.exp2, 3),
+    "round": (torch.round, "halves"), "trunc": (torch.trunc, 4), "floor": (torch.floor, 4), "ceil": (torch.ceil, 4),
+    "sign": (torch.sign, 2), "abs": (torch.abs, 2), "neg": (torch.neg, 2),
+}
+
+
+def float_inputs(domain, n: int, dtype: torch.dtype) -> torch.Tensor:
+    x = torch.rand(n, dtype=torch.float64)
+    if domain == "pos":
+        x = x * 20 + 1e-3
+    elif domain == "unit":
+        x = x * 1.98 - 0.99
+    elif domain == "above1":
+        x = 1 + x * 20
+    elif domain == "halves":
+        x = torch.randint(-8, 8, (n,)).double() / 2
+    else:
+        x = (x * 2 - 1) * domain
+    return x.to(dtype)
+
+
+@pytest.mark.parametrize("op", sorted(FLOAT_UNARY))
+@pytest.mark.parametrize("dtype", ["f32", "f64"])
+def test_float_unary(op, dtype):
+    fn, domain = FLOAT_UNARY[op]
+    x = float_inputs(domain, 64, DTYPES[dtype])
+    out = run_elementwise(unary(op, dtype), [x], DTYPES[dtype])
+    torch.testing.assert_close(out, fn(x))
+
+
+def test_special_values():
+    x = torch.tensor([0.0, -0.0, float("inf"), -float("inf"), float("nan"), -1.0, -2.0, 1.0, 2.0, -2.5])
+    for op, fn in [("lgamma", torch.lgamma), ("digamma", torch.digamma), ("erfinv", torch.erfinv), ("atan", torch.atan),
+                   ("expm1", torch.expm1), ("tanh", torch.tanh), ("sign", torch.sign), ("round", torch.round)]:
+        out = run_elementwise(unary(op, "f32"), [x], torch.float32)
+        torch.testing.assert_close(out, fn(x), equal_nan=True, msg=op)
+
+
+@pytest.mark.parametrize("op, fn", [
+    ("pow", torch.pow), ("atan2", torch.atan2), ("hypot", torch.hypot), ("copysign", torch.copysign),
+    ("remainder", torch.remainder), ("fmod", torch.fmod), ("div", torch.div),
+    ("floordiv", lambda a, b: torch.div(a, b, rounding_mode="floor")),
+])
+def test_float_binary(op, fn):
+    a = randn(64, dtype=torch.float32) * 4
+    b = randn(64, dtype=torch.float32) * 2
+    if op == "pow":
+        a = torch.cat([a.abs()[:48], torch.tensor([-2.0, -3.0, 0.0, -1.0] * 4)])
+        b = torch.cat([b[:48], torch.tensor([3.0, 2.0, 2.0, -1.5] * 4)])
+    out = run_elementwise(binary(op, "f32"), [a, b], torch.float32)
+    torch.testing.assert_close(out, fn(a, b), equal_nan=True)
+
+
+@pytest.mark.parametrize("dtype", ["i8", "i32", "i64", "u8"])
+@pytest.mark.parametrize("op, fn", [
+    ("div", lambda a, b: torch.div(a, b, rounding_mode="trunc")),
+    ("floordiv", lambda a, b: torch.div(a, b, rounding_mode="floor")),
+    ("remainder", torch.remainder), ("fmod", torch.fmod), ("add", torch.add), ("mul", torch.mul),
+    ("sub", torch.sub), ("maximum", torch.maximum), ("bitwise_xor", torch.bitwise_xor),
+])
+def test_integer_binary_with_negative_values(dtype, op, fn):
+    t = DTYPES[dtype]
+    info = torch.iinfo(t)
+    a = torch.randint(max(info.min, -1000), min(info.max, 1000) + 1, (64,), dtype=t)
+    b = torch.randint(max(info.min, -9), 10, (64,), dtype=t)
+    b[b == 0] = 3
+    out = run_elementwise(binary(op, dtype), [a, b], t)
+    assert torch.equal(out, fn(a, b)), op
+
+
+@pytest.mark.parametrize("dtype", ["i8", "i32", "u8"])
+def test_integer_pow_and_shifts(dtype):
+    t = DTYPES[dtype]
+    a = torch.randint(0 if dtype == "u8" else -5, 6, (40,), dtype=t)
+    e = torch.randint(0 if dtype == "u8" else -2, 9, (40,), dtype=t)
+    assert torch.equal(run_elementwise(binary("pow", dtype), [a, e], t), torch.pow(a, e))
+    s = torch.randint(0 if dtype == "u8" else -2, 12, (40,), dtype=t)
+    assert torch.equal(run_elementwise(binary("shift_left", dtype), [a, s], t), torch.bitwise_left_shift(a, s))
+    assert torch.equal(run_elementwise(binary("shift_right", dtype), [a, s], t), torch.bitwise_right_shift(a, s))
+
+
+def test_comparisons_and_where():
+    body = "\n".join([
+        load("a", "in0", "x0", "f32"),
+        load("b", "in1", "x0", "f32"),
+        prim("c", "gt", ["a", "b"], "f32", "i1"),
+        prim("n", "isnan", ["a"], "f32", "i1"),
+        prim("o", "logical_or", ["c", "n"], "i1"),
+        '  %w = prim.where %o, %a, %b : (i1, f32, f32) -> f32',
+        prim("l", "lt", ["o", "c"], "i1"),
+        store("w", "out0", "x0", "f32"),
+        store("l", "out1", "x0", "i1"),
+    ])
+    func = kernel_func(body, ["f32", "f32", "f32", "i1"], 2, "50")
+    a, b = randn(50), randn(50)
+    a[3] = float("nan")
+    w, lt = run(func, [a, b], [torch.empty(50), torch.empty(50, dtype=torch.bool)])
+    o = (a > b) | a.isnan()
+    torch.testing.assert_close(w, torch.where(o, a, b), equal_nan=True)
+    assert torch.equal(lt, o < (a > b))
+
+
+def test_half_precision_rounds_after_every_op():
+    body = "\n".join([
+        load("a", "in0", "x0", "f32"),
+        '  %h = prim.convert_element_type %a {dtype = "f16"} : (f32) -> f16',
+        prim("e", "exp", ["h"], "f16"),
+        prim("s", "add", ["e", "h"], "f16"),
+        '  %b = prim.convert_element_type %s {dtype = "bf16"} : (f16) -> bf16',
+        prim("m", "mul", ["b", "b"], "bf16"),
+        '  %f = prim.convert_element_type %m {dtype = "f32"} : (bf16) -> f32',
+        store("f", "out0", "x0", "f32"),
+    ])
+    func = kernel_func(body, ["f32", "f32"], 1, "100")
+    a = randn(100)
+    (out,) = run(func, [a], [torch.empty(100)])
+    h = a.half()
+    b = (torch.exp(h) + h).bfloat16()
+    assert torch.equal(out, (b * b).float())
+
+
+@pytest.mark.parametrize("src, dst", [("f32", "i32"), ("f32", "i1"), ("i1", "f32"), ("i32", "u8"), ("f64", "bf16"), ("i64", "f16"), ("f32", "i8")])
+def test_convert_element_type(src, dst):
+    if src == "i1":
+        x = torch.rand(40) > 0.5
+    elif src.startswith("f"):
+        x = torch.cat([randn(36) * 100, torch.tensor([0.0, -0.0, 0.7, -0.7])]).to(DTYPES[src])
+    else:
+        x = torch.randint(-300, 300, (40,), dtype=DTYPES[src])
+    body = "\n".join([
+        load("a", "in0", "x0", src),
+        f'  %c = prim.convert_element_type %a {{dtype = "{dst}"}} : ({ir_type(src)}) -> {ir_type(dst)}',
+        store("c", "out0", "x0", dst),
+    ])
+    (out,) = run(kernel_func(body, [src, dst], 1, "40"), [x], [torch.empty(40, dtype=DTYPES[dst])])
+    assert torch.equal(out, x.to(DTYPES[dst]))
+
+
+def test_constants():
+    body = "\n".join([
+        load("a", "in0", "x0", "i8"),
+        "  %c = arith.constant 100 : i8",
+        prim("s", "add", ["a", "c"], "i8"),
+        load("f", "in1", "x0", "f16"),
+        "  %h = arith.constant 0.1 : f16",
+        "  %i = arith.constant 0x7F800000 : f32",
+        prim("g", "mul", ["f", "h"], "f16"),
+        '  %gi = prim.convert_element_type %g {dtype = "f32"} : (f16) -> f32',
+        prim("m", "minimum", ["gi", "i"], "f32"),
+        store("s", "out0", "x0", "i8"),
+        store("m", "out1", "x0", "f32"),
+    ])
+    func = kernel_func(body, ["i8", "f16", "i8", "f32"], 2, "30")
+    a = torch.randint(-128, 128, (30,), dtype=torch.int8)
+    f = randn(30, dtype=torch.float16)
+    s, m = run(func, [a, f], [torch.empty(30, dtype=torch.int8), torch.empty(30)])
+    assert torch.equal(s, a + 100)
+    assert torch.equal(m, (f * torch.tensor(0.1, dtype=torch.float16)).float())
+
+
+# ---------------------------------------------------------------- compile path
+def test_disk_cache_is_reused(tmp_path, monkeypatch):
+    monkeypatch.setenv("STRATA_CACHE_DIR", str(tmp_path))
+    body = "\n".join([load("a", "in0", "x0", "f32"), prim("r", "abs", ["a"], "f32"), store("r", "out0", "x0", "f32")])
+    func = kernel_func(body, ["f32", "f32"], 1, "9")
+    first = compile_kernel(func, "cpu")
+    files = list((tmp_path / "triton").glob("*.py"))
+    assert len(files) == 1 and files[0].read_text() == first.source
+
+    def no_codegen(self):
+        raise AssertionError("the cached kernel should have been reused")
+
+    monkeypatch.setattr(triton_source.KernelSource, "module", no_codegen)
+    second = compile_kernel(func, "cpu")
+    assert second.source == first.source
+    a = randn(9)
+    out = torch.empty(9)
+    second([a, out], [])
+    torch.testing.assert_close(out, a.abs())
+
+
+def test_cuda_source_uses_libdevice():
+    func = unary("erfinv", "f32")
+    from strata.codegen.triton_source import KernelSource
+
+    source = KernelSource(func, "cuda").module()
+    assert "from triton.language.extra import libdevice" in source
+    assert "libdevice.erfinv(v0)" in source
+    assert "tl.int64" in source  # symbolic sizes index in 64 bits
+
+
+def test_bool_shift_raises_codegen_error():
+    with pytest.raises(CodegenError, match="shift_left"):
+        compile_kernel(binary("shift_left", "i1"), "cpu")
+
+
+def test_unsupported_op_raises_codegen_error():
+    body = "\n".join([load("a", "in0", "x0", "f32"), "  %r = arith.addf %a, %a : f32", store("r", "out0", "x0", "f32")])
+    with pytest.raises(CodegenError, match="arith.addf"):
+        compile_kernel(kernel_func(body, ["f32", "f32"], 1, "4"), "cpu")
+
+
+# ---------------------------------------------------------------- CUDA sources, without a GPU
+SIGNATURE = {"f16": "*fp16", "bf16": "*bf16", "f32": "*fp32", "f64": "*fp64", "i8": "*i8", "i16": "*i16",
+             "i32": "*i32", "i64": "*i64", "u8": "*u8", "i1": "*i1"}
+
+
+def many_ops(dtype: str, arity: int | None = None) -> FuncOp:
+    """One kernel applying every prim op that takes `dtype` (and has `arity`
+    operands) to the same operands, one output each. Shifts of bools, which torch
+    does not implement, are left out."""
+    ops = [op for op, (n, accepts, _, _) in ELEMENTWISE.items()
+           if accepts(dtype) and arity in (None, n) and not (dtype == "i1" and op.startswith("shift"))]
+    lines = [load("a", "in0", "x0", dtype), load("b", "in1", "x0", dtype)]
+    outs = []
+    for n, op in enumerate(ops):
+        outs.append("i1" if ELEMENTWISE[op][2] else dtype)
+        lines += [prim(f"r{n}", op, ["a", "b"][: ELEMENTWISE[op][0]], dtype, outs[-1]), store(f"r{n}", f"out{n}", "x0", outs[-1])]
+    return kernel_func("\n".join(lines), [dtype, dtype, *outs], 2, '"s0"', symbols='"s0"')
+
+
+def reductions(dtype: str) -> FuncOp:
+    lines = [load("a", "in0", "x0*s1 + r0", dtype)]
+    for n, kind in enumerate(("sum", "prod", "amax", "amin")):
+        lines += [reduce(f"k{n}", kind, "a", dtype), store(f"k{n}", f"out{n}", "x0", dtype)]
+    return kernel_func("\n".join(lines), [dtype] * 5, 1, '"s0"', '"s1"', symbols='"s0", "s1"')
+
+
+CUDA_KERNELS = {
+    "softmax": lambda: kernel_func(SOFTMAX, ["f32", "f32"], 1, '"s0"', '"s1"', symbols='"s0", "s1"'),
+    "reductions-bf16": lambda: reductions("bf16"),
+    "reductions-i1": lambda: reductions("i1"),
+    "float-unary-f32": lambda: many_ops("f32", 1),
+    "float-unary-f64": lambda: many_ops("f64", 1),
+    "float-unary-bf16": lambda: many_ops("bf16", 1),
+    "float-binary-f32": lambda: many_ops("f32", 2),
+    "float-binary-f16": lambda: many_ops("f16", 2),
+    "int-i8": lambda: many_ops("i8"),
+    "int-u8": lambda: many_ops("u8"),
+    "int-i64": lambda: many_ops("i64"),
+    "bool": lambda: many_ops("i1"),
+}
+
+
+@pytest.mark.parametrize("name", sorted(CUDA_KERNELS))
+def test_cuda_source_compiles_for_sm90(name, tmp_path):
+    """The CUDA flavour (libdevice, no interpreter stand-ins) compiles to a cubin; this
+    needs Triton's NVIDIA back end and ptxas, not a GPU."""
+    pytest.importorskip("triton.backends.nvidia.compiler")
+    import importlib.util
+
+    import triton
+    from triton.backends.compiler import GPUTarget
+    from triton.compiler import ASTSource
+
+    func = CUDA_KERNELS[name]()
+    source = compile_kernel(func, "cuda").source
+    path = tmp_path / f"{name.replace('-', '_')}.py"
+    path.write_text(source)
+    spec = importlib.util.spec_from_file_location(path.stem, path)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    pointers = {f"{'in' if i < func.num_inputs.value.data else 'out'}{i if i < func.num_inputs.value.data else i - func.num_inputs.value.data}": SIGNATURE[element_of(a)]
+                for i, a in enumerate(func.block.args)}
+    kernels = [getattr(module, n) for n in dir(module) if not n.startswith("_") and isinstance(getattr(module, n), triton.runtime.jit.JITFunction)]
+    assert kernels
+    for fn in kernels:
+        signature = {a: pointers.get(a, "constexpr" if a.endswith("BLOCK") else "i32") for a in fn.arg_names}
+        blocks = {k: v for k, v in (("XBLOCK", 8), ("RBLOCK", 64)) if k in fn.arg_names}
+        compiled = triton.compile(ASTSource(fn, signature, blocks), target=GPUTarget("cuda", 90, 32),
+                                  options={"enable_fp_fusion": False})
+        assert compiled.asm["cubin"]
