@@ -13,8 +13,9 @@ the same shape, so that one printer, parser, importer and eager fallback serve a
 - `segments` (only on ops with optional or list tensor arguments): how many operands
   each tensor argument took, and for `Tensor?[]` which list elements are present.
 
-`aten.call {overload = "aten::foo.bar"}` carries any other overload the same way; its
-schema is looked up in torch. Any aten op runs as the eager kernel (`call_eager`),
+`aten.call {overload = "aten::foo.bar", arguments = {...}}` carries any other overload
+the same way, its non-tensor arguments in one dictionary; its schema is looked up in
+torch. Any aten op runs as the eager kernel (`call_eager`),
 which is how the runtime falls back for an op no lowering covers.
 """
 
@@ -30,6 +31,7 @@ import torch
 from xdsl.dialects.builtin import (
     ArrayAttr,
     DenseArrayBase,
+    DictionaryAttr,
     FloatAttr,
     IntegerAttr,
     IntegerType,
@@ -142,7 +144,9 @@ def encode(value: Any, kind: str) -> Attribute:
     if base in ("Layout", "Device", "MemoryFormat", "str"):
         return StringAttr(str(value))
     if isinstance(value, torch.SymInt | torch.SymFloat | torch.SymBool):
-        return StringAttr(sympy.sstr(value.node.expr))
+        from strata.dialects.types import from_torch_sympy
+
+        return StringAttr(sympy.sstr(from_torch_sympy(value.node.expr)))
     if isinstance(value, bool):
         return IntegerAttr(int(value), IntegerType(1))
     if isinstance(value, int):
@@ -230,21 +234,28 @@ class AtenOp(IRDLOperation):
                     n = sum(bool(m) for m in mask)
                 pos += n
             else:
-                out[a.name] = self.properties.get(a.name)
+                out[a.name] = self.argument_attr(a.name)
         return out
+
+    def argument_attr(self, name: str) -> Attribute | None:
+        """The attribute holding a non-tensor argument, or None at its default."""
+        return self.properties.get(name)
+
+    def argument_names(self) -> set[str]:
+        return set(self.properties) - {"segments"}
 
     def constant(self, name: str, bindings: dict[str, int] | None = None) -> Any:
         """A non-tensor argument's value (its default when absent)."""
         arg = next(a for a in self.signature.args if a.name == name)
-        attr = self.properties.get(name)
+        attr = self.argument_attr(name)
         if attr is None:
             return arg.default
         return decode(attr, arg.kind, bindings)
 
     def verify_(self) -> None:
         sig = self.signature
-        known = {a.name for a in sig.args if not a.is_tensor} | {"segments", "overload"}
-        for name in self.properties:
+        known = {a.name for a in sig.args if not a.is_tensor}
+        for name in self.argument_names():
             if name not in known:
                 raise VerifyException(f"{self.name}: '{name}' is not an argument of {sig.qualified_name}")
         if sig.num_results is not None and len(self.outs) != sig.num_results:
@@ -285,10 +296,17 @@ class CallOp(AtenOp):
 
     name = "aten.call"
     overload = prop_def(StringAttr)
+    arguments = prop_def(DictionaryAttr)
 
     @property
     def signature(self) -> Signature:
         return _signature_by_name(self.overload.data)
+
+    def argument_attr(self, name: str) -> Attribute | None:
+        return self.arguments.data.get(name)
+
+    def argument_names(self) -> set[str]:
+        return set(self.arguments.data)
 
 
 @cache
@@ -332,8 +350,11 @@ def build(
             props[a.name] = encode(v, a.kind)
     if sig.needs_segments:
         props["segments"] = DenseArrayBase.from_list(i64, segs)
-    if cls is CallOp:
-        props["overload"] = StringAttr(qualified_name)
+    if cls is CallOp:  # its arguments vary with the overload: one dictionary
+        segments = props.pop("segments", None)
+        props = {"overload": StringAttr(qualified_name), "arguments": DictionaryAttr(props)}
+        if segments is not None:
+            props["segments"] = segments
     return cls.create(operands=operands, result_types=list(result_types), properties=props)
 
 

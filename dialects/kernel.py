@@ -255,6 +255,9 @@ class FuncOp(IRDLOperation):
                 raise VerifyException(f"kernel.func @{self.sym_name.data}: arguments must be buffers")
         allowed = {f"x{i}" for i in range(len(self.pointwise.data))}
         allowed |= {f"r{i}" for i in range(len(self.reduction.data))}
+        for name in self.symbol_names:
+            if name[:1] in ("x", "r") and name[1:].isdigit():
+                raise VerifyException(f"kernel.func @{self.sym_name.data}: shape symbol '{name}' looks like a loop variable")
         allowed |= set(self.symbol_names)
         for dim in (*self.pointwise_dims, *self.reduction_dims):
             _check_free(self, sym(dim), set(self.symbol_names), "domain")

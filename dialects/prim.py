@@ -148,6 +148,10 @@ def _integral(dtype: str) -> bool:
     return not is_float(dtype)
 
 
+def _integral_not_bool(dtype: str) -> bool:
+    return not is_float(dtype) and dtype != "i1"
+
+
 def _bool_only(dtype: str) -> bool:
     return dtype == "i1"
 
@@ -207,8 +211,8 @@ ELEMENTWISE: dict[str, tuple[int, Callable[[str], bool], bool, Callable]] = {
     "bitwise_and": (2, _integral, False, torch.bitwise_and),
     "bitwise_or": (2, _integral, False, torch.bitwise_or),
     "bitwise_xor": (2, _integral, False, torch.bitwise_xor),
-    "shift_left": (2, _integral, False, torch.bitwise_left_shift),
-    "shift_right": (2, _integral, False, torch.bitwise_right_shift),
+    "shift_left": (2, _integral_not_bool, False, torch.bitwise_left_shift),
+    "shift_right": (2, _integral_not_bool, False, torch.bitwise_right_shift),
     # binary, comparisons and logic (bool results)
     "eq": (2, _any, True, torch.eq),
     "ne": (2, _any, True, torch.ne),

@@ -272,3 +272,28 @@ def concrete(dims: Iterable[Dim], bindings: dict[str, int] | None = None) -> lis
             raise ValueError(f"no value bound for shape symbol(s) {', '.join(sorted(missing))}")
         out.append(int(d.subs({s: env[s.name] for s in d.free_symbols})))
     return out
+
+
+def from_torch_sympy(expr: sympy.Expr) -> sympy.Expr:
+    """torch's ShapeEnv expression in plain sympy over strata's symbols: FloorDiv,
+    ModularIndexing and friends become floor, Mod, Max, Min, which print and parse."""
+    from torch.utils._sympy import functions as torch_sympy
+
+    table = (
+        # CleanDiv (an exact division) comes before FloorDiv, its base class.
+        (torch_sympy.CleanDiv, lambda a, b: a / b),
+        (torch_sympy.FloorDiv, lambda a, b: sympy.floor(a / b)),
+        (torch_sympy.CeilDiv, lambda a, b: sympy.ceiling(a / b)),
+        (torch_sympy.IntTrueDiv, lambda a, b: a / b),
+        (torch_sympy.ModularIndexing, lambda x, d, m: sympy.Mod(sympy.floor(x / d), m)),
+        (torch_sympy.PythonMod, sympy.Mod),
+        (torch_sympy.Mod, sympy.Mod),
+        (torch_sympy.Max, sympy.Max),
+        (torch_sympy.Min, sympy.Min),
+        (torch_sympy.PowByNatural, sympy.Pow),
+        (torch_sympy.Identity, lambda x: x),
+    )
+    for cls, plain in table:
+        if expr.has(cls):
+            expr = expr.replace(cls, plain)
+    return sym(expr)

@@ -26,7 +26,7 @@ from xdsl.ir import Attribute, Block, Region, SSAValue
 
 from strata.dialects import aten
 from strata.dialects.prim import dims_attr
-from strata.dialects.types import TensorType, dtype_name
+from strata.dialects.types import TensorType, dtype_name, from_torch_sympy
 
 
 class UnsupportedGraph(Exception):
@@ -54,7 +54,7 @@ def tensor_type_of(val: Any) -> TensorType:
 
 def _dim(d: Any) -> int | sympy.Expr:
     if isinstance(d, torch.SymInt):
-        expr = d.node.expr
+        expr = from_torch_sympy(d.node.expr)
         return int(expr) if expr.is_Integer else expr
     return int(d)
 

@@ -71,6 +71,8 @@ class KernelBuilder:
         return self.add(prim.ConvertElementTypeOp(x, dtype))
 
     def constant(self, value, dtype: str) -> SSAValue:
+        if dtype == "u8":  # arith.constant has no unsigned types
+            return self.convert(self.constant(int(value), "i64"), "u8")
         t = scalar_type(dtype)
         if is_float(dtype):
             attr = FloatAttr(float(value), t)

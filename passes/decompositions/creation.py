@@ -1,0 +1,73 @@
+"""Tensor creation → prim.full / prim.iota. Shapes and dtypes come from the declared
+result type; devices are ignored, since a graph's tensors live on one device and the
+runtime places what it allocates."""
+
+from __future__ import annotations
+
+from xdsl.ir import SSAValue
+
+from strata.dialects import prim
+from strata.dialects.aten import AtenOp
+from strata.passes.decompositions.builder import Decline, PrimBuilder
+from strata.passes.decompositions.rules import decomposes
+
+
+def _strided(b: PrimBuilder) -> None:
+    layout = b.arg("layout")
+    if layout is not None and str(layout) != "torch.strided":
+        raise Decline(f"layout {layout}")
+
+
+@decomposes("aten::full", "aten::full_like")
+def full(op: AtenOp, b: PrimBuilder) -> SSAValue:
+    _strided(b)
+    out = b.out()
+    return b.full(out.dims, b.arg("fill_value"), out.dtype)
+
+
+@decomposes("aten::scalar_tensor")
+def scalar_tensor(op: AtenOp, b: PrimBuilder) -> SSAValue:
+    _strided(b)
+    return b.full([], b.arg("s"), b.out().dtype)
+
+
+@decomposes("aten::fill.Scalar")
+def fill(op: AtenOp, b: PrimBuilder) -> SSAValue:
+    out = b.out()
+    return b.full(out.dims, b.arg("value"), out.dtype)
+
+
+@decomposes("aten::arange.start_step", "prims::iota")
+def arange(op: AtenOp, b: PrimBuilder) -> SSAValue:
+    if op.overload_name != "prims::iota":
+        _strided(b)
+    start, step = b.arg("start"), b.arg("step")
+    if not all(type(v) is int for v in (start, step)):
+        # Float (or symbolic) starts and steps accumulate in eager's own way.
+        raise Decline(f"arange with start {start} and step {step}")
+    out = b.out()
+    return b.add(prim.IotaOp(out.dims[0], start, step, out.dtype))
+
+
+# What an aten op reads of these arguments is only their shape and dtype.
+SHAPE_ONLY_USES = {
+    "aten::fill.Scalar": "self",
+    "aten::copy": "self",
+    "aten::full_like": "self",
+    "aten::empty_like": "self",
+}
+
+
+@decomposes("aten::empty.memory_format", "aten::empty_strided", "aten::empty_permuted", "aten::empty_like")
+def empty(op: AtenOp, b: PrimBuilder) -> SSAValue:
+    # Uninitialized memory may only reach ops that overwrite all of it; any value is
+    # then right, and the full it becomes is dead once those ops are lowered.
+    result = op.results[0]
+    for use in result.uses:
+        user = use.operation
+        arg = SHAPE_ONLY_USES.get(getattr(user, "overload_name", None))
+        if arg is None or user.bind().get(arg) is not result or list(user.operands).count(result) != 1:
+            raise Decline(f"an uninitialized tensor read by {user.name}")
+    _strided(b)
+    out = b.out()
+    return b.full(out.dims, 0, out.dtype)

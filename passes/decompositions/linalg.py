@@ -1,0 +1,47 @@
+"""Matrix products → prim.mm / prim.bmm (library calls), addmm's scaling and bias as
+elementwise ops around the product."""
+
+from __future__ import annotations
+
+from xdsl.ir import SSAValue
+
+from strata.dialects import prim
+from strata.dialects.aten import AtenOp
+from strata.passes.decompositions.builder import Decline, PrimBuilder, accumulator, tensor_of
+from strata.passes.decompositions.rules import decomposes
+
+
+def _product(b: PrimBuilder, a: SSAValue, c: SSAValue) -> SSAValue:
+    if tensor_of(a).dtype != tensor_of(c).dtype:
+        raise Decline("a product of two dtypes is an error in eager")
+    if tensor_of(a).rank == 3:
+        return b.add(prim.BmmOp(a, c))
+    return b.add(prim.MmOp(a, c))
+
+
+@decomposes("aten::mm")
+def mm(op: AtenOp, b: PrimBuilder) -> SSAValue:
+    return _product(b, b.arg("self"), b.arg("mat2"))
+
+
+@decomposes("aten::bmm")
+def bmm(op: AtenOp, b: PrimBuilder) -> SSAValue:
+    return _product(b, b.arg("self"), b.arg("mat2"))
+
+
+@decomposes("aten::addmm")
+def addmm(op: AtenOp, b: PrimBuilder) -> SSAValue:
+    """beta * self + alpha * (mat1 @ mat2); with beta = 0 self is not read at all
+    (its NaNs do not propagate), as in eager."""
+    out = b.out()
+    beta, alpha = b.arg("beta"), b.arg("alpha")
+    acc = accumulator(out.dtype)
+    p = b.convert(_product(b, b.arg("mat1"), b.arg("mat2")), acc)
+    if alpha != 1:
+        p = b.ew("mul", p, b.constant_like(p, alpha))
+    if beta != 0:
+        bias = b.broadcast(b.convert(b.arg("self"), acc), out.dims)
+        if beta != 1:
+            bias = b.ew("mul", bias, b.constant_like(bias, beta))
+        p = b.ew("add", p, bias)
+    return b.convert(p, out.dtype)

@@ -1,0 +1,182 @@
+"""Views and shape ops → prim.reshape / permute / broadcast_in_dim / slice / cat.
+
+The target shape of a view is read off the op's declared result type, which already
+has torch's -1 inference and symbolic sizes resolved.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+import sympy
+from xdsl.ir import SSAValue
+
+from strata.dialects import prim
+from strata.dialects.aten import AtenOp
+from strata.dialects.types import Dim, sym
+from strata.passes.decompositions.builder import Decline, PrimBuilder, tensor_of, wrap_dim
+from strata.passes.decompositions.rules import decomposes
+
+
+@decomposes(
+    "aten::view",
+    "aten::_unsafe_view",
+    "aten::reshape",
+    "aten::squeeze",
+    "aten::squeeze.dim",
+    "aten::squeeze.dims",
+    "aten::unsqueeze",
+)
+def reshape(op: AtenOp, b: PrimBuilder) -> SSAValue:
+    return b.reshape(b.arg("self"), b.out().dims)
+
+
+@decomposes("aten::expand")
+def expand(op: AtenOp, b: PrimBuilder) -> SSAValue:
+    return b.broadcast(b.arg("self"), b.out().dims)
+
+
+@decomposes("aten::permute")
+def permute(op: AtenOp, b: PrimBuilder) -> SSAValue:
+    x = b.arg("self")
+    rank = tensor_of(x).rank
+    return b.permute(x, [wrap_dim(d, rank) for d in b.arg("dims")])
+
+
+@decomposes("aten::t", "aten::transpose.int")
+def transpose(op: AtenOp, b: PrimBuilder) -> SSAValue:
+    x = b.arg("self")
+    rank = tensor_of(x).rank
+    if op.overload_name == "aten::t":
+        if rank > 2:
+            raise Decline("t of a tensor of rank above 2 is an error in eager")
+        d0, d1 = 0, rank - 1
+    else:
+        d0, d1 = (wrap_dim(b.arg(n), rank) for n in ("dim0", "dim1"))
+    if rank < 2:
+        return x
+    perm = list(range(rank))
+    perm[d0], perm[d1] = perm[d1], perm[d0]
+    return b.permute(x, perm)
+
+
+# ---------------------------------------------------------------- slicing
+def _holds(relation: sympy.Basic) -> bool:
+    """Whether sympy proves `relation` for all values of the shape symbols."""
+    return relation == sympy.true
+
+
+def _is_negative(i: sympy.Expr) -> bool:
+    """Whether index `i` counts from the end. Where sympy cannot tell, neither can
+    the result length, so we decline rather than guess an offset."""
+    if (i < 0) not in (sympy.true, sympy.false):
+        raise Decline(f"cannot tell whether index {i} is negative")
+    return _holds(i < 0)
+
+
+# No size comes near this; open slice ends arrive as +-(2**63 - 1).
+_HUGE = 2**62
+
+
+def _unbounded(i: sympy.Expr, size: sympy.Expr) -> sympy.Expr:
+    """An index beyond any size, clamped now: sympy cannot compare it with a symbol."""
+    if i.is_Integer and i >= _HUGE:
+        return size
+    if i.is_Integer and i <= -_HUGE:
+        return sympy.Integer(0)
+    return i
+
+
+def _clamps(i: sympy.Expr, lo: sympy.Expr, hi: sympy.Expr) -> list[sympy.Expr]:
+    """i clamped to [lo, hi]: the value, where sympy can decide the comparisons, else
+    every value it may take."""
+    if _holds(i < lo):
+        return [lo]
+    if _holds(i > hi):
+        return [hi]
+    return [i] + [lo] * (not _holds(i >= lo)) + [hi] * (not _holds(i <= hi))
+
+
+def _length(start: sympy.Expr, end: sympy.Expr, step: int) -> sympy.Expr:
+    return end - start if step == 1 else sympy.floor((end - start + step - 1) / step)
+
+
+def _slice_bounds(start, end, size: Dim, step: int, length: Dim) -> tuple[sympy.Expr, sympy.Expr]:
+    """torch's slice bounds: negatives count from the end, then start clamps to
+    [0, size] and end to [start, size]. Where sympy cannot decide a clamp, torch did,
+    by a guard when it traced, and its decision shows in the declared `length`: the
+    bounds are those that give it, provided they agree on where the slice starts."""
+    size = sym(size)
+    start = _unbounded(sym(0 if start is None else start), size)
+    end = size if end is None else _unbounded(sym(end), size)
+    if _is_negative(start):
+        start = start + size
+    if _is_negative(end):
+        end = end + size
+    fits = [
+        (s, e)
+        for s in _clamps(start, sympy.Integer(0), size)
+        for e in _clamps(end, s, size)
+        if sympy.simplify(_length(s, e, step) - sym(length)) == 0
+    ]
+    if len({s for s, _ in fits}) != 1:
+        raise Decline(f"cannot tell where slice [{start}:{end}] of a dim of {size} starts")
+    return fits[0]
+
+
+@decomposes("aten::slice.Tensor")
+def slice_(op: AtenOp, b: PrimBuilder) -> SSAValue:
+    x = b.arg("self")
+    t = tensor_of(x)
+    d = wrap_dim(b.arg("dim"), t.rank)
+    step = b.arg("step")
+    if not isinstance(step, int) or step <= 0:
+        raise Decline(f"slice step {step}")
+    start, end = _slice_bounds(b.arg("start"), b.arg("end"), t.dims[d], step, b.out().dims[d])
+    return _slice_dim(b, x, d, start, end, step)
+
+
+def _slice_dim(b: PrimBuilder, x: SSAValue, d: int, start: Dim, end: Dim, step: int = 1) -> SSAValue:
+    t = tensor_of(x)
+    starts: list[Dim] = [0] * t.rank
+    limits: list[Dim] = list(t.dims)
+    steps = [1] * t.rank
+    starts[d], limits[d], steps[d] = start, end, step
+    if starts == [0] * t.rank and limits == list(t.dims) and step == 1:
+        return x
+    return b.add(prim.SliceOp(x, starts, limits, steps))
+
+
+@decomposes("aten::select.int")
+def select(op: AtenOp, b: PrimBuilder) -> SSAValue:
+    x = b.arg("self")
+    t = tensor_of(x)
+    d = wrap_dim(b.arg("dim"), t.rank)
+    index = sym(b.arg("index"))
+    if _is_negative(index):
+        index = index + sym(t.dims[d])
+    return b.reshape(_slice_dim(b, x, d, index, index + 1), b.out().dims)
+
+
+@decomposes("aten::split_with_sizes", "aten::split.Tensor")
+def split(op: AtenOp, b: PrimBuilder) -> Sequence[SSAValue]:
+    # The pieces' sizes along `dim` are those of the declared results.
+    x = b.arg("self")
+    d = wrap_dim(b.arg("dim"), tensor_of(x).rank)
+    pieces, offset = [], sympy.Integer(0)
+    for r in op.results:
+        size = sym(tensor_of(r).dims[d])
+        pieces.append(_slice_dim(b, x, d, offset, offset + size))
+        offset = offset + size
+    return pieces
+
+
+@decomposes("aten::cat")
+def cat(op: AtenOp, b: PrimBuilder) -> SSAValue:
+    out = b.out()
+    # Eager skips 1-d empty tensors (a legacy rule) and promotes to one dtype.
+    xs = [x for x in b.arg("tensors") if tensor_of(x).dims != (0,)] or list(b.arg("tensors"))
+    xs = [b.convert(x, out.dtype) for x in xs]
+    if len(xs) == 1:
+        return b.reshape(xs[0], out.dims)
+    return b.add(prim.CatOp(xs, wrap_dim(b.arg("dim"), out.rank)))

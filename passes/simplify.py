@@ -1,0 +1,161 @@
+"""simplify: folds of identity views and conversions, view-chain collapse, common
+subexpression elimination and dead-code elimination, over `func.func` bodies.
+
+Only prim ops (Pure) are merged or folded. An unused aten op is deleted only when its
+schema says it writes nothing and draws no random numbers: an in-place op, or a
+random one (whose draws move the generator that later ops read), always stays.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import torch
+from xdsl.context import Context
+from xdsl.dialects import func
+from xdsl.dialects.builtin import ModuleOp
+from xdsl.ir import Block, Operation, SSAValue
+from xdsl.passes import ModulePass
+from xdsl.pattern_rewriter import (
+    GreedyRewritePatternApplier,
+    PatternRewriter,
+    PatternRewriteWalker,
+    RewritePattern,
+    op_type_rewrite_pattern,
+)
+from xdsl.rewriter import Rewriter
+from xdsl.traits import is_side_effect_free
+
+from strata.dialects import prim
+from strata.dialects.aten import AtenOp, torch_overload
+from strata.dialects.types import TensorType
+
+
+@dataclass(frozen=True)
+class SimplifyPass(ModulePass):
+    name = "simplify"
+
+    def apply(self, ctx: Context, op: ModuleOp) -> None:
+        PatternRewriteWalker(
+            GreedyRewritePatternApplier(
+                [FoldBroadcast(), FoldConvert(), FoldPermute(), FoldReshape()]
+            ),
+            apply_recursively=True,
+        ).rewrite_module(op)
+        for fn in op.ops:
+            if isinstance(fn, func.FuncOp):
+                for block in fn.body.blocks:
+                    eliminate_common_subexpressions(block)
+                    eliminate_dead_code(block)
+
+
+# ---------------------------------------------------------------- folds
+def _replace(rewriter: PatternRewriter, op: Operation, value: SSAValue) -> None:
+    """Replaces op's one result by `value` (of the same type)."""
+    rewriter.replace(op, [], [value])
+
+
+def _with_source(op: Operation, new: Operation) -> Operation:
+    """`new`, naming the aten op that `op` came from, as op did."""
+    if "strata.source" in op.attributes:
+        new.attributes["strata.source"] = op.attributes["strata.source"]
+    return new
+
+
+class FoldBroadcast(RewritePattern):
+    """An identity broadcast is its operand; a broadcast of a broadcast is one."""
+
+    @op_type_rewrite_pattern
+    def match_and_rewrite(self, op: prim.BroadcastInDimOp, rewriter: PatternRewriter) -> None:
+        dims = prim.ints_of(op.broadcast_dimensions)
+        if op.x.type == op.result.type and dims == tuple(range(len(dims))):
+            _replace(rewriter, op, op.x)
+        elif isinstance(inner := op.x.owner, prim.BroadcastInDimOp):
+            # Each dim of the inner operand is 1 or its inner target, which is 1 or
+            # the outer target: so it broadcasts to the outer target directly.
+            composed = [dims[d] for d in prim.ints_of(inner.broadcast_dimensions)]
+            new = prim.BroadcastInDimOp(inner.x, prim.dims_of(op.shape), composed)
+            rewriter.replace(op, _with_source(op, new))
+
+
+# Conversions that lose nothing: a round trip through one of these is the identity.
+_WIDER = {
+    "i1": {"u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"},
+    "u8": {"i16", "i32", "i64", "f16", "bf16", "f32", "f64"},
+    "i8": {"i16", "i32", "i64", "f16", "bf16", "f32", "f64"},
+    "i16": {"i32", "i64", "f32", "f64"},
+    "i32": {"i64", "f64"},
+    "f16": {"f32", "f64"},
+    "bf16": {"f32", "f64"},
+    "f32": {"f64"},
+}
+
+
+class FoldConvert(RewritePattern):
+    """A conversion to the operand's own dtype, or back from a lossless widening."""
+
+    @op_type_rewrite_pattern
+    def match_and_rewrite(self, op: prim.ConvertElementTypeOp, rewriter: PatternRewriter) -> None:
+        if op.x.type == op.result.type:
+            _replace(rewriter, op, op.x)
+            return
+        inner = op.x.owner
+        if isinstance(inner, prim.ConvertElementTypeOp) and inner.x.type == op.result.type:
+            original = inner.x.type
+            if isinstance(original, TensorType) and inner.dtype.data in _WIDER.get(original.dtype, ()):
+                _replace(rewriter, op, inner.x)
+
+
+class FoldPermute(RewritePattern):
+    """An identity permutation is its operand; two permutations are one."""
+
+    @op_type_rewrite_pattern
+    def match_and_rewrite(self, op: prim.PermuteOp, rewriter: PatternRewriter) -> None:
+        perm = prim.ints_of(op.dims)
+        if perm == tuple(range(len(perm))):
+            _replace(rewriter, op, op.x)
+        elif isinstance(inner := op.x.owner, prim.PermuteOp):
+            first = prim.ints_of(inner.dims)
+            rewriter.replace(op, _with_source(op, prim.PermuteOp(inner.x, [first[p] for p in perm])))
+
+
+class FoldReshape(RewritePattern):
+    """A reshape to the operand's shape is the operand; two reshapes are one."""
+
+    @op_type_rewrite_pattern
+    def match_and_rewrite(self, op: prim.ReshapeOp, rewriter: PatternRewriter) -> None:
+        if op.x.type == op.result.type:
+            _replace(rewriter, op, op.x)
+        elif isinstance(inner := op.x.owner, prim.ReshapeOp):
+            rewriter.replace(op, _with_source(op, prim.ReshapeOp(inner.x, prim.dims_of(op.shape))))
+
+
+# ---------------------------------------------------------------- cse and dce
+def eliminate_common_subexpressions(block: Block) -> None:
+    """Merges side-effect-free ops with equal names, properties, operands and result
+    types. Unlike xDSL's cse it ignores attributes: ops from two aten ops differ in
+    their `strata.source` and are still one computation."""
+    seen: dict[tuple, Operation] = {}
+    for op in list(block.ops):
+        if op.regions or not op.results or not is_side_effect_free(op):
+            continue
+        key = (op.name, tuple(sorted(op.properties.items())), tuple(op.operands), tuple(op.result_types))
+        first = seen.setdefault(key, op)
+        if first is not op:
+            for old, new in zip(op.results, first.results):
+                old.replace_all_uses_with(new)
+            Rewriter.erase_op(op)
+
+
+def eliminate_dead_code(block: Block) -> None:
+    """Deletes unused ops that are safe to drop, last first, so chains go at once."""
+    for op in reversed(list(block.ops)):
+        if op.results and all(not r.uses for r in op.results) and _droppable(op):
+            Rewriter.erase_op(op)
+
+
+def _droppable(op: Operation) -> bool:
+    if isinstance(op, AtenOp):
+        overload = torch_overload(op.overload_name)
+        return not overload._schema.is_mutable and torch.Tag.nondeterministic_seeded not in overload.tags
+    return not op.regions and is_side_effect_free(op)

@@ -1,0 +1,138 @@
+"""The two checks every lowering must pass, as functions that return what went wrong
+(None when nothing did): the property tests and `strata-opt --check-values` /
+`--check-codegen` share them, so a failing example reproduces on the command line.
+
+- `check_values(before, after, spec)`: a pass kept the values. Both modules run in
+  the reference interpreters (runtime/interpreters/) on the inputs `spec` makes.
+- `check_codegen(module, codegen, spec)`: every kernel a kernel.program launches gives,
+  compiled by `codegen`, what the kernel interpreter gives on the same buffers.
+
+Values agree within the tolerance of their dtype (testing/capture.py's
+`assert_close`): bit-equal for integers and bools, NaN equal to NaN.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+import torch
+from xdsl.dialects.builtin import ModuleOp
+from xdsl.interpreter import Interpreter
+
+from strata.dialects import kernel as kd
+from strata.runtime.interpreters import interpret_module, run_program
+from strata.runtime.interpreters.program import interpret_kernel
+from strata.testing.capture import assert_close
+from strata.testing.inputs import InputSpec, make_inputs, signature_of
+
+
+def mismatch(want: Sequence[Any], got: Sequence[Any]) -> str | None:
+    """How `got` differs from `want` beyond the tolerance, or None."""
+    if len(want) != len(got):
+        return f"{len(got)} results instead of {len(want)}"
+    for i, (w, g) in enumerate(zip(want, got)):
+        if not isinstance(w, torch.Tensor) or not isinstance(g, torch.Tensor):
+            if w != g:
+                return f"result {i} is {g!r}, expected {w!r}"
+            continue
+        if (w.dtype, w.shape) != (g.dtype, g.shape):
+            return f"result {i} is {_describe(g)}, expected {_describe(w)}"
+        try:
+            assert_close([w], [g])
+        except AssertionError as e:
+            return f"result {i} ({_describe(w)}) differs:\n{_indent(str(e))}"
+    return None
+
+
+def check_values(before: ModuleOp, after: ModuleOp, spec: InputSpec | str) -> str | None:
+    """None if `after` computes what `before` does on the inputs of `spec`."""
+    spec = InputSpec.parse(spec) if isinstance(spec, str) else spec
+    symbols = signature_of(before).symbols
+    try:
+        want = interpret_module(before, make_inputs(before, spec), symbols)
+    except Exception as e:
+        return f"the input does not run in the reference interpreter on inputs {spec}: {_error(e)}"
+    try:
+        got = interpret_module(after, make_inputs(before, spec), symbols)
+    except Exception as e:
+        return f"the result does not run in the reference interpreter on inputs {spec}: {_error(e)}"
+    problem = mismatch(want, got)
+    return None if problem is None else f"values differ on inputs {spec}: {problem}"
+
+
+@dataclass
+class KernelComparison:
+    """A KernelRunner that runs each kernel in the interpreter (whose outputs the
+    program goes on with) and compiled by `compile`, and records the first kernel
+    whose outputs differ. A kernel the code generator rejects (CodegenError) is
+    counted in `rejected`: the runtime runs those in the interpreter."""
+
+    compile: Callable[[kd.FuncOp], Callable[[list, list], None]]
+    problem: str | None = None
+    launched: int = 0
+    rejected: list[str] = field(default_factory=list)
+
+    def __call__(self, interpreter: Interpreter, func: kd.FuncOp, buffers: list[torch.Tensor], symbols: list[int]) -> None:
+        from strata.codegen.errors import CodegenError
+
+        n = func.num_inputs.value.data
+        mine = [*buffers[:n], *(b.clone() for b in buffers[n:])]
+        interpret_kernel(interpreter, func, buffers, symbols)
+        if self.problem is not None:
+            return
+        self.launched += 1
+        name = func.sym_name.data
+        try:
+            self.compile(func)(mine, symbols)
+        except CodegenError as e:
+            self.rejected.append(f"{name}: {e}")
+            return
+        except Exception as e:
+            self.problem = f"kernel @{name} fails compiled: {_error(e)}"
+            return
+        problem = mismatch(buffers[n:], mine[n:])
+        if problem is not None:
+            sizes = dict(zip(func.symbol_names, symbols))
+            self.problem = f"kernel @{name} (symbols {sizes}) differs from the kernel interpreter: {problem}"
+
+
+def kernel_compiler(codegen: str) -> Callable[[kd.FuncOp], Callable[[list, list], None]]:
+    if codegen == "llvm":
+        from strata.codegen.llvm_cpu import compile_kernel
+
+        return compile_kernel
+    if codegen == "triton":
+        from strata.codegen.triton_gpu import compile_kernel as triton_compile
+
+        return lambda func: triton_compile(func, device="cpu")
+    raise ValueError(f"unknown code generator '{codegen}' (llvm or triton)")
+
+
+def check_codegen(module: ModuleOp, codegen: str, spec: InputSpec | str, comparison: KernelComparison | None = None) -> str | None:
+    """None if every kernel the module's kernel.program launches on the inputs of
+    `spec` gives, compiled by `codegen` ("llvm", or "triton" in Triton's CPU
+    interpreter), what the kernel interpreter gives."""
+    spec = InputSpec.parse(spec) if isinstance(spec, str) else spec
+    comparison = comparison or KernelComparison(kernel_compiler(codegen))
+    try:
+        run_program(module, make_inputs(module, spec), run_kernel=comparison, fill=float("nan"))
+    except Exception as e:
+        return f"the program does not run in the reference interpreter on inputs {spec}: {_error(e)}"
+    if comparison.problem is not None:
+        return f"{codegen} on inputs {spec}: {comparison.problem}"
+    return None
+
+
+def _describe(t: torch.Tensor) -> str:
+    return f"{str(t.dtype).removeprefix('torch.')}{list(t.shape)}"
+
+
+def _error(e: Exception) -> str:
+    """An exception in one paragraph (xDSL's notes, which print the whole module, left out)."""
+    return f"{type(e).__name__}: {str(e).strip()}"
+
+
+def _indent(text: str) -> str:
+    return "\n".join("    " + line for line in text.splitlines())
