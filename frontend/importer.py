@@ -113,7 +113,18 @@ def import_graph(gm: torch.fx.GraphModule) -> ImportedGraph:
         Region(block),
         arg_attrs=ArrayAttr(arg_attrs),
     )
+    fn.attributes["strata.device"] = StringAttr(_graph_device(placeholders))
     return ImportedGraph(ModuleOp([fn]), constants, arg_symbols)
+
+
+def _graph_device(placeholders: list[torch.fx.Node]) -> str:
+    """The device type of the graph's tensors ("cpu", "cuda"): meta functions and
+    decompositions depend on it."""
+    for n in placeholders:
+        val = n.meta.get("val")
+        if isinstance(val, torch.Tensor):
+            return val.device.type
+    return "cpu"
 
 
 def _flatten(v: Any) -> list[Any]:

@@ -33,7 +33,7 @@ from torch.fx.experimental.symbolic_shapes import DimDynamic, GuardOnDataDepende
 from torch.utils._sympy import functions as torch_sympy
 from xdsl.context import Context
 from xdsl.dialects import func
-from xdsl.dialects.builtin import FunctionType, ModuleOp
+from xdsl.dialects.builtin import FunctionType, ModuleOp, StringAttr
 from xdsl.ir import Attribute, Operation
 from xdsl.passes import ModulePass
 from xdsl.rewriter import Rewriter
@@ -63,7 +63,9 @@ class InferShapesPass(ModulePass):
 
 
 def infer_function(fn: func.FuncOp) -> None:
-    meta = MetaShapes()
+    # Meta functions differ by device (CUDA's layer norm keeps f32 statistics).
+    device = fn.attributes.get("strata.device")
+    meta = MetaShapes(device=device.data if isinstance(device, StringAttr) else "cpu")
     for t in fn.function_type.inputs:
         meta.note_symbols(t)
     for op in fn.body.walk():
@@ -111,6 +113,7 @@ class MetaShapes:
     a distinct hint, increasing in order of first appearance (inputs first), so that
     sizes listed later are larger, as masks and caches usually are."""
 
+    device: str = "cpu"
     hints: dict[str, int] = field(default_factory=dict)
     cache: dict[Any, tuple[list[Attribute | None], bool]] = field(default_factory=dict)
 
@@ -235,7 +238,7 @@ class _FakeEnv:
     def fake(self, t: Attribute) -> torch.Tensor:
         if not isinstance(t, TensorType):
             raise PassFailedException(f"infer-shapes: expected a tensor operand, got {t}")
-        return torch.empty([self.symbolic(d) for d in t.dims], dtype=t.torch_dtype)
+        return torch.empty([self.symbolic(d) for d in t.dims], dtype=t.torch_dtype, device=self.meta.device)
 
     def arguments(self, op: AtenOp) -> tuple[list[Any], dict[str, Any]]:
         """The overload's arguments as fake tensors and symbolic sizes, assembled as

@@ -14,7 +14,10 @@ import torch
 import strata
 from strata.testing.models import GeluMLP, TransformerBlock, layer_norm, pointwise_chain, softmax_rows
 
-CODEGENS = ["llvm", "triton"]
+# (device, codegen): CPU through both generators ("triton" in its interpreter); CUDA
+# through Triton where a GPU is present.
+TARGETS = [("cpu", "llvm"), ("cpu", "triton")] + ([("cuda", "triton")] if torch.cuda.is_available() else [])
+TARGET_IDS = [f"{d}-{c}" for d, c in TARGETS]
 TOL = {torch.float32: dict(atol=1e-5, rtol=1e-5), torch.bfloat16: dict(atol=2e-2, rtol=2e-2)}
 
 
@@ -29,57 +32,62 @@ def compile_and_compare(fn, args, codegen, dtype=torch.float32, **tol):
     torch.testing.assert_close(got, want, **(tol or TOL[dtype]))
 
 
-def randn(*shape, dtype=torch.float32, transposed=False):
+def randn(*shape, dtype=torch.float32, transposed=False, device="cpu"):
     """A random tensor; `transposed` gives a 2-D one whose storage is column-major."""
     if transposed:
         rows, cols = shape
-        return torch.randn(cols, rows, dtype=dtype).t()
-    return torch.randn(*shape, dtype=dtype)
+        return torch.randn(cols, rows, dtype=dtype, device=device).t()
+    return torch.randn(*shape, dtype=dtype, device=device)
 
 
-@pytest.mark.parametrize("codegen", CODEGENS)
+@pytest.mark.parametrize("target", TARGETS, ids=TARGET_IDS)
 @pytest.mark.parametrize("dtype", [torch.float32, torch.bfloat16])
 @pytest.mark.parametrize("shape", [(1, 1), (7, 13), (33, 65)])
 @pytest.mark.parametrize("transposed", [False, True])
-def test_pointwise_chain(codegen, dtype, shape, transposed):
-    x = randn(*shape, dtype=dtype, transposed=transposed)
-    y = randn(*shape, dtype=dtype)
+def test_pointwise_chain(target, dtype, shape, transposed):
+    device, codegen = target
+    x = randn(*shape, dtype=dtype, transposed=transposed, device=device)
+    y = randn(*shape, dtype=dtype, device=device)
     compile_and_compare(pointwise_chain, (x, y), codegen, dtype)
 
 
-@pytest.mark.parametrize("codegen", CODEGENS)
+@pytest.mark.parametrize("target", TARGETS, ids=TARGET_IDS)
 @pytest.mark.parametrize("dtype", [torch.float32, torch.bfloat16])
 @pytest.mark.parametrize("shape", [(1, 1), (5, 1), (9, 37), (4, 1000)])
 @pytest.mark.parametrize("transposed", [False, True])
-def test_softmax(codegen, dtype, shape, transposed):
-    x = randn(*shape, dtype=dtype, transposed=transposed)
+def test_softmax(target, dtype, shape, transposed):
+    device, codegen = target
+    x = randn(*shape, dtype=dtype, transposed=transposed, device=device)
     compile_and_compare(softmax_rows, (x,), codegen, dtype)
 
 
-@pytest.mark.parametrize("codegen", CODEGENS)
+@pytest.mark.parametrize("target", TARGETS, ids=TARGET_IDS)
 @pytest.mark.parametrize("dtype", [torch.float32, torch.bfloat16])
 @pytest.mark.parametrize("shape", [(1, 1), (6, 17), (3, 5, 64)])
-def test_layer_norm(codegen, dtype, shape):
-    x = randn(*shape, dtype=dtype)
-    w = randn(shape[-1], dtype=dtype)
-    b = randn(shape[-1], dtype=dtype)
+def test_layer_norm(target, dtype, shape):
+    device, codegen = target
+    x = randn(*shape, dtype=dtype, device=device)
+    w = randn(shape[-1], dtype=dtype, device=device)
+    b = randn(shape[-1], dtype=dtype, device=device)
     compile_and_compare(layer_norm, (x, w, b), codegen, dtype)
 
 
-@pytest.mark.parametrize("codegen", CODEGENS)
+@pytest.mark.parametrize("target", TARGETS, ids=TARGET_IDS)
 @pytest.mark.parametrize("dtype", [torch.float32, torch.bfloat16])
-def test_gelu_mlp(codegen, dtype):
-    model = GeluMLP(24, 72).to(dtype)
-    x = randn(5, 24, dtype=dtype)
+def test_gelu_mlp(target, dtype):
+    device, codegen = target
+    model = GeluMLP(24, 72).to(dtype=dtype, device=device)
+    x = randn(5, 24, dtype=dtype, device=device)
     compile_and_compare(model, (x,), codegen, dtype)
 
 
-@pytest.mark.parametrize("codegen", CODEGENS)
+@pytest.mark.parametrize("target", TARGETS, ids=TARGET_IDS)
 @pytest.mark.parametrize("dtype", [torch.float32, torch.bfloat16])
-def test_transformer_block(codegen, dtype):
+def test_transformer_block(target, dtype):
+    device, codegen = target
     torch.manual_seed(0)
-    model = TransformerBlock(32, 4).to(dtype).eval()
-    x = randn(2, 7, 32, dtype=dtype)
+    model = TransformerBlock(32, 4).to(dtype=dtype, device=device).eval()
+    x = randn(2, 7, 32, dtype=dtype, device=device)
     tol = dict(atol=1e-4, rtol=1e-4) if dtype == torch.float32 else dict(atol=6e-2, rtol=6e-2)
     compile_and_compare(model, (x,), codegen, dtype, **tol)
 
