@@ -18,13 +18,16 @@ TARGET = Path(__file__).with_name("aten_ops_generated.py")
 
 
 def core_schemas() -> list[str]:
+    # Every registered schema, not `torch.ops.aten`, which lists only the overload
+    # packets that something has touched so far.
+    overloads = sorted(
+        {(s.name.removeprefix("aten::"), s.overload_name or "default") for s in torch._C._jit_get_all_schemas() if s.name.startswith("aten::")}
+    )
     out = []
-    for name in sorted(torch.ops.aten):
-        packet = getattr(torch.ops.aten, name)
-        for overload in sorted(packet.overloads()):
-            op = getattr(packet, overload)
-            if torch.Tag.core in op.tags:
-                out.append(str(op._schema))
+    for name, overload in overloads:
+        op = getattr(getattr(torch.ops.aten, name), overload, None)
+        if op is not None and torch.Tag.core in op.tags:
+            out.append(str(op._schema))
     return out
 
 

@@ -93,7 +93,8 @@ def test_transformer_block(target, dtype):
 
 
 def test_backend_by_name_without_import(tmp_path):
-    """torch finds the backend through its entry point, in a process that never imports strata."""
+    """torch finds the backend by name through its entry point: the user's code never
+    imports strata."""
     import subprocess
     import sys
 
@@ -102,7 +103,6 @@ def test_backend_by_name_without_import(tmp_path):
         "f = torch.compile(lambda x: torch.softmax(x * 2, -1), backend='strata')\n"
         "x = torch.randn(4, 9)\n"
         "torch.testing.assert_close(f(x), torch.softmax(x * 2, -1))\n"
-        "assert 'strata' not in sys.modules or True\n"
         "print('ok')\n"
     )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=300)
