@@ -14,6 +14,7 @@ from typing import Any
 import torch
 from torch._decomp import core_aten_decompositions
 from torch._dynamo.backends.common import aot_autograd
+from torch._functorch.partitioners import min_cut_rematerialization_partition
 
 from strata.frontend import options as opts
 from strata.frontend.compile_graph import compile_graph
@@ -26,6 +27,9 @@ def make_backend(mode: str | None = None, options: dict[str, Any] | None = None)
     backend = aot_autograd(
         fw_compiler=compiler,
         bw_compiler=compiler,
+        # What the forward saves for the backward: a min-cut that recomputes cheap
+        # pointwise values instead of keeping them alive.
+        partition_fn=min_cut_rematerialization_partition,
         decompositions=core_aten_decompositions(),
     )
     backend.__name__ = "strata"  # what torch prints in its logs

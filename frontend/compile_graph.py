@@ -105,8 +105,33 @@ def compile_graph(gm: torch.fx.GraphModule, example_inputs: Sequence[Any], optio
     codegen = options["codegen"] or ("triton" if device.type == "cuda" else "llvm")
     _warn_fallbacks(module)
     compiled = CompiledGraph(module, kernel_compiler(codegen, device, trace), device)
+    return _boxed(graph_outputs(compiled, imported))
+
+
+def graph_outputs(compiled: CompiledGraph, imported) -> Callable[[list], list]:
+    """The graph's callable in FX's calling convention: constants appended to the
+    arguments; Nones and sizes put back among the tensors, where the graph returns them."""
     constants = imported.constants
-    return _boxed(lambda args: compiled(list(args) + constants))
+    spec = imported.outputs
+    if all(isinstance(s, int) and s == i for i, s in enumerate(spec)):
+        return lambda args: compiled(list(args) + constants)
+    from strata.runtime.bindings import bind_symbols
+    from strata.runtime.index_eval import evaluate
+
+    def call(args: list) -> list:
+        full = list(args) + constants
+        tensors = compiled(full)
+        env = None
+        out = []
+        for s in spec:
+            if s is None or isinstance(s, int):
+                out.append(None if s is None else tensors[s])
+            else:
+                env = env or bind_symbols(compiled.arg_types, full, compiled.arg_symbols)
+                out.append(evaluate(s, env))
+        return out
+
+    return call
 
 
 def _warn_fallbacks(module: ModuleOp) -> None:

@@ -40,6 +40,10 @@ class ImportedGraph:
     constants: list[torch.Tensor] = field(default_factory=list)
     # For each `index` argument, the shape symbol it carries (or None).
     arg_symbols: list[str | None] = field(default_factory=list)
+    # What the graph returns, in order: an int is the index of a result of @graph;
+    # None is None (a gradient nobody asked for); a sympy expression is a size that
+    # the caller evaluates from the inputs' sizes (AOTAutograd saves sizes for backward).
+    outputs: list[int | None | sympy.Expr] = field(default_factory=list)
 
 
 def tensor_type_of(val: Any) -> TensorType:
@@ -96,11 +100,14 @@ def import_graph(gm: torch.fx.GraphModule) -> ImportedGraph:
 
     builder = Builder(InsertPoint.at_end(block))
     outputs: list[SSAValue] = []
+    output_spec: list[int | None | sympy.Expr] = []
     for n in graph.nodes:
         if n.op in ("placeholder", "get_attr"):
             continue
         if n.op == "output":
-            outputs = [_output_value(env, v) for v in _flatten(n.args[0])]
+            for v in _flatten(n.args[0]):
+                spec = _output_spec(env, v, outputs)
+                output_spec.append(spec)
             break
         if n.op != "call_function":
             raise UnsupportedGraph(f"FX node kind '{n.op}' ({n.target})")
@@ -114,7 +121,7 @@ def import_graph(gm: torch.fx.GraphModule) -> ImportedGraph:
         arg_attrs=ArrayAttr(arg_attrs),
     )
     fn.attributes["strata.device"] = StringAttr(_graph_device(placeholders))
-    return ImportedGraph(ModuleOp([fn]), constants, arg_symbols)
+    return ImportedGraph(ModuleOp([fn]), constants, arg_symbols, output_spec)
 
 
 def _graph_device(placeholders: list[torch.fx.Node]) -> str:
@@ -133,10 +140,20 @@ def _flatten(v: Any) -> list[Any]:
     return [v]
 
 
-def _output_value(env: dict, v: Any) -> SSAValue:
-    if isinstance(v, torch.fx.Node) and isinstance(env.get(v), SSAValue):
-        return env[v]
-    raise UnsupportedGraph(f"graph output {v} is not a tensor computed in the graph")
+def _output_spec(env: dict, v: Any, outputs: list[SSAValue]) -> int | None | sympy.Expr:
+    """How the graph returns v; tensors are appended to `outputs`."""
+    if v is None:
+        return None
+    if isinstance(v, torch.fx.Node):
+        if isinstance(env.get(v), SSAValue):
+            outputs.append(env[v])
+            return len(outputs) - 1
+        meta = v.meta.get("val")
+        if isinstance(meta, torch.SymInt):
+            return from_torch_sympy(meta.node.expr)
+    if isinstance(v, int) and not isinstance(v, bool):
+        return sympy.Integer(v)
+    raise UnsupportedGraph(f"graph output {v} is neither a tensor, a size nor None")
 
 
 def _import_call(builder: Builder, env: dict, n: torch.fx.Node) -> None:
