@@ -5,7 +5,7 @@ VENV := .venv
 PY := $(VENV)/bin/python
 STAMP := $(VENV)/.installed
 
-.PHONY: setup demo test test-fast clean
+.PHONY: setup demo test opinfo clean
 
 setup: $(STAMP)
 
@@ -23,6 +23,10 @@ demo: setup
 
 test: setup
 	$(PY) -m pytest -q -p no:cacheprovider tests
+
+# The full OpInfo sweep (about an hour on 2 cores): docs/opinfo.md and docs/opinfo.json.
+opinfo: setup
+	$(PY) -m strata.tools.opinfo --out docs/opinfo
 
 clean:
 	rm -rf $(VENV) strata_trace .pytest_cache
