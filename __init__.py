@@ -3,6 +3,12 @@
     import torch
     compiled = torch.compile(model, backend="strata")      # no import of strata needed
     compiled = strata.compile(model, mode="max-autotune", dynamic=True)
+
+Seeing inside (docs/debugging.md):
+
+    strata.explain(model, x)            # graph breaks, kernels, fallbacks, time, bytes
+    strata.set_logs("+fusion,passes")   # or STRATA_LOGS=+fusion,passes
+    strata.compile(model, options={"trace.enabled": True, "trace.graph_diagram": True})
 """
 
 from __future__ import annotations
@@ -10,6 +16,11 @@ from __future__ import annotations
 __version__ = "0.1.0"
 
 from typing import Any, Callable
+
+from strata.frontend.logs import configure_from_env as _configure_logs
+from strata.frontend.logs import set_logs
+
+_configure_logs()
 
 
 def compile(
@@ -46,3 +57,17 @@ def list_mode_options(mode: str | None = None) -> dict[str, Any]:
     from strata.frontend.options import list_mode_options as _list
 
     return _list(mode)
+
+
+def explain(fn: Callable, *args: Any, **kwargs: Any):
+    """What strata makes of `fn(*args, **kwargs)`: Dynamo's graph breaks, then for each
+    graph its ops per level, kernels (with the aten ops and source lines each fuses),
+    library calls, eager fallbacks with the reason, compile time per pass, and the
+    estimated bytes moved. Prints the report and returns it (an ExplainReport).
+
+    Keywords for strata itself: `options`, `mode`, `dynamic`, `print_report` (default
+    True); any other keyword goes to fn. fn runs twice: once under Dynamo's explain,
+    once compiled."""
+    from strata.frontend.explain import explain as _explain
+
+    return _explain(fn, *args, **kwargs)

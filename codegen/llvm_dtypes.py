@@ -4,6 +4,9 @@ A value of dtype f16 is an LLVM `half`; one of bf16 is its bit pattern in an `i1
 (llvmlite's IR builder has no `bfloat`, and converting by hand gives eager PyTorch's
 rounding exactly, denormals included). Booleans are `i1` in registers and one byte in
 memory, like torch.bool. u8 is an `i8` that the ops treat as unsigned.
+
+Every function here works on scalars and on vectors of lanes alike
+(codegen/llvm_lanes.py): a vector converts lane by lane into a vector.
 """
 
 from __future__ import annotations
@@ -11,7 +14,9 @@ from __future__ import annotations
 import torch
 from llvmlite import ir
 
-from strata.dialects.types import DTYPES, is_float
+from strata.codegen.errors import CodegenError
+from strata.codegen.llvm_lanes import const_like, element_type, like
+from strata.dialects.types import DTYPES, is_float, scalar_dtype
 
 HALF_FLOATS = ("f16", "bf16")
 I1 = ir.IntType(1)
@@ -32,6 +37,22 @@ _REGISTER_TYPES: dict[str, ir.Type] = {
     "u8": ir.IntType(8),
     "i1": I1,
 }
+
+
+_DTYPE_NAMES: dict = {}
+
+
+def dtype_of(op, t) -> str:
+    """The dtype name of scalar type t that `op` (an op, or a kernel.func) handles;
+    CodegenError for a type the LLVM code generator has no dtype for. (Memoized:
+    scalar_dtype builds every scalar type to compare it, a third of a warm compile.)"""
+    name = _DTYPE_NAMES.get(t)
+    if name is None:
+        try:
+            name = _DTYPE_NAMES[t] = scalar_dtype(t)
+        except ValueError:
+            raise CodegenError(f"{op.name} on {t} is not supported by the LLVM CPU code generator") from None
+    return name
 
 
 def register_type(dtype: str) -> ir.Type:
@@ -65,33 +86,34 @@ def constant(dtype: str, value: float | int | bool) -> ir.Constant:
 
 def load_value(b: ir.IRBuilder, stored: ir.Value, dtype: str) -> ir.Value:
     """A loaded element as a register value."""
-    return b.icmp_unsigned("!=", stored, ir.Constant(stored.type, 0)) if dtype == "i1" else stored
+    return b.icmp_unsigned("!=", stored, const_like(stored, 0)) if dtype == "i1" else stored
 
 
 def store_value(b: ir.IRBuilder, value: ir.Value, dtype: str) -> ir.Value:
     """A register value as the element to store."""
-    return b.zext(value, memory_type(dtype)) if dtype == "i1" else value
+    return b.zext(value, like(memory_type(dtype), value)) if dtype == "i1" else value
 
 
 def to_f32(b: ir.IRBuilder, value: ir.Value, dtype: str) -> ir.Value:
     """A 16-bit float widened (exactly) to f32."""
     if dtype == "f16":
-        return b.fpext(value, F32)
-    bits = b.shl(b.zext(value, I32), ir.Constant(I32, 16))
-    return b.bitcast(bits, F32)
+        return b.fpext(value, like(F32, value))
+    bits = b.zext(value, like(I32, value))
+    bits = b.shl(bits, const_like(bits, 16))
+    return b.bitcast(bits, like(F32, value))
 
 
 def from_f32(b: ir.IRBuilder, value: ir.Value, dtype: str) -> ir.Value:
     """An f32 rounded to nearest-even into a 16-bit float."""
     if dtype == "f16":
-        return b.fptrunc(value, register_type("f16"))
+        return b.fptrunc(value, like(register_type("f16"), value))
     # c10::BFloat16's round_to_nearest_even: add 0x7fff plus the kept part's lowest
     # bit, keep the high half; a NaN becomes the canonical quiet NaN.
-    bits = b.bitcast(value, I32)
-    lowest_kept = b.and_(b.lshr(bits, ir.Constant(I32, 16)), ir.Constant(I32, 1))
-    rounded = b.lshr(b.add(bits, b.add(lowest_kept, ir.Constant(I32, 0x7FFF))), ir.Constant(I32, 16))
+    bits = b.bitcast(value, like(I32, value))
+    lowest_kept = b.and_(b.lshr(bits, const_like(bits, 16)), const_like(bits, 1))
+    rounded = b.lshr(b.add(bits, b.add(lowest_kept, const_like(bits, 0x7FFF))), const_like(bits, 16))
     is_nan = b.fcmp_unordered("uno", value, value)
-    return b.trunc(b.select(is_nan, ir.Constant(I32, 0x7FC0), rounded), I16)
+    return b.trunc(b.select(is_nan, const_like(bits, 0x7FC0), rounded), like(I16, value))
 
 
 def convert(b: ir.IRBuilder, value: ir.Value, src: str, dst: str) -> ir.Value:
@@ -102,13 +124,13 @@ def convert(b: ir.IRBuilder, value: ir.Value, src: str, dst: str) -> ir.Value:
         return convert(b, to_f32(b, value, src), "f32", dst)
     if dst == "i1":
         if is_float(src):
-            return b.fcmp_unordered("!=", value, ir.Constant(value.type, 0.0))
-        return b.icmp_unsigned("!=", value, ir.Constant(value.type, 0))
+            return b.fcmp_unordered("!=", value, const_like(value, 0.0))
+        return b.icmp_unsigned("!=", value, const_like(value, 0))
     if dst in HALF_FLOATS:
         # c10::Half and c10::BFloat16 are built from a float, so f64 and integers
         # are rounded to f32 first.
         return from_f32(b, convert(b, value, src, "f32"), dst)
-    dst_type = register_type(dst)
+    dst_type = like(register_type(dst), value)
     if is_float(src) and is_float(dst):
         return b.fpext(value, dst_type) if itemsize(dst) > itemsize(src) else b.fptrunc(value, dst_type)
     if is_float(src):
@@ -116,17 +138,17 @@ def convert(b: ir.IRBuilder, value: ir.Value, src: str, dst: str) -> ir.Value:
         # wraps to 44 in i8 and -1.0 to 255 in u8 as in eager; values out of the
         # intermediate type's range are undefined, as in torch.
         through = "i64" if dst == "i64" else "i32"
-        return _resize_int(b, b.fptosi(value, register_type(through)), through, dst)
+        return _resize_int(b, b.fptosi(value, like(register_type(through), value)), through, dst)
     if is_float(dst):
         return b.sitofp(value, dst_type) if is_signed(src) else b.uitofp(value, dst_type)
     return _resize_int(b, value, src, dst)
 
 
 def _resize_int(b: ir.IRBuilder, value: ir.Value, src: str, dst: str) -> ir.Value:
-    src_bits, dst_bits = value.type.width, register_type(dst).width
+    src_bits, dst_bits = element_type(value.type).width, register_type(dst).width
     if dst_bits < src_bits:
-        return b.trunc(value, register_type(dst))
+        return b.trunc(value, like(register_type(dst), value))
     if dst_bits > src_bits:
         extend = b.sext if is_signed(src) else b.zext
-        return extend(value, register_type(dst))
+        return extend(value, like(register_type(dst), value))
     return value

@@ -5,6 +5,9 @@ counters, offsets into a buffer), so floor division and Mod are unsigned divisio
 remainder, which LLVM turns into shifts and masks for powers of two. Adds and
 multiplies carry `nsw`: an index never overflows 64 bits, and saying so lets LLVM see
 that consecutive iterations touch consecutive elements.
+
+A variable may be bound to a vector of lanes (codegen/llvm_lanes.py): the expression
+is then computed lane by lane, scalars splatted where they meet it.
 """
 
 from __future__ import annotations
@@ -17,6 +20,7 @@ from llvmlite import ir
 
 from strata.codegen.errors import CodegenError
 from strata.codegen.llvm_dtypes import I64
+from strata.codegen.llvm_lanes import const_like, unify
 
 NSW = ("nsw",)
 
@@ -39,7 +43,7 @@ def lower_index(b: ir.IRBuilder, expr: sympy.Expr, env: Mapping[str, ir.Value]) 
         return b.udiv(numerator, denominator)
     if isinstance(expr, sympy.ceiling):
         numerator, denominator = _fraction(b, expr.args[0], env)
-        rounded_up = b.add(numerator, b.sub(denominator, ir.Constant(I64, 1)), flags=NSW)
+        rounded_up = b.add(numerator, b.sub(denominator, const_like(denominator, 1)), flags=NSW)
         return b.udiv(rounded_up, denominator)
     if isinstance(expr, sympy.Mod):
         return b.urem(*_lower_all(b, expr.args, env))
@@ -52,10 +56,11 @@ def lower_index(b: ir.IRBuilder, expr: sympy.Expr, env: Mapping[str, ir.Value]) 
 
 
 def _lower_all(b: ir.IRBuilder, exprs: tuple[sympy.Expr, ...], env: Mapping[str, ir.Value]) -> list[ir.Value]:
-    return [lower_index(b, e, env) for e in exprs]
+    return unify(b, [lower_index(b, e, env) for e in exprs])
 
 
 def _fraction(b: ir.IRBuilder, expr: sympy.Expr, env: Mapping[str, ir.Value]) -> tuple[ir.Value, ir.Value]:
     """`expr` (e.g. s0/3 + x0/6) as integer numerator and denominator ((2*s0 + x0, 6))."""
     numerator, denominator = sympy.fraction(sympy.together(expr))
-    return lower_index(b, numerator, env), lower_index(b, denominator, env)
+    n, d = unify(b, [lower_index(b, numerator, env), lower_index(b, denominator, env)])
+    return n, d

@@ -30,12 +30,24 @@ def _initialize() -> None:
     llvm.initialize_native_asmprinter()
     # Kernels call libm (expf, lgammaf, fmodf, …); the JIT linker resolves them here.
     llvm.load_library_permanently(ctypes.util.find_library("m"))
+    # and the C library's malloc and free (scratch rows, codegen/llvm_kernel.py).
+    process = ctypes.CDLL(None)
+    for name in ("malloc", "free"):
+        llvm.add_symbol(name, ctypes.cast(getattr(process, name), ctypes.c_void_p).value)
+
+
+initialize = _initialize
 
 
 @functools.cache
 def host_cpu() -> tuple[str, str]:
     """The host CPU's name and feature string, which the code is compiled for."""
     return llvm.get_host_cpu_name(), llvm.get_host_cpu_features().flatten()
+
+
+@functools.cache
+def host_triple() -> str:
+    return llvm.get_process_triple()
 
 
 def _target_machine() -> llvm.TargetMachine:
@@ -67,14 +79,65 @@ def optimize(ir_text: str) -> llvm.ModuleRef:
     return module
 
 
+def ir_key(ir_text: str) -> str:
+    """The disk cache key of the object code of `ir_text` for the host."""
+    return cache.cache_key(ir_text, CACHE_KIND, *host_cpu())
+
+
 def object_code(ir_text: str) -> bytes:
     """The host object code of `ir_text`, from the disk cache or compiled now."""
-    key = cache.cache_key(ir_text, CACHE_KIND, *host_cpu())
+    key = ir_key(ir_text)
     code = _read_cached(key)
     if code is None:
         code = _shared_target_machine().emit_object(optimize(ir_text))
         _write_cached(key, code)
     return code
+
+
+def cached_object_code(key: str) -> bytes | None:
+    """The object code cached under an `ir_key`, if it is there and intact."""
+    return _read_cached(key)
+
+
+# Generating a kernel's LLVM IR in Python costs tens of milliseconds, more than the rest
+# of a warm compile; a second table maps the kernel itself (its kernel.func text, the
+# target, and a digest of the generator's own source) to the key of its LLVM IR, so a
+# warm compile reads the object code without generating anything. The object code
+# stays keyed (and checked) by its IR.
+FRONT_KIND = "llvm-kernels"
+FRONT_SUFFIX = ".key"
+
+
+@functools.cache
+def generator_digest() -> str:
+    """A digest of the LLVM code generator's source files (codegen/llvm_*.py): a change
+    to the generator never serves code it would no longer generate."""
+    import pathlib
+
+    h = hashlib.sha256()
+    for path in sorted(pathlib.Path(__file__).parent.glob("llvm_*.py")):
+        h.update(path.name.encode())
+        h.update(path.read_bytes())
+    return h.hexdigest()
+
+
+def front_key(kernel_text: str, target: str) -> str:
+    return cache.cache_key(kernel_text, FRONT_KIND, target, generator_digest(), *host_cpu())
+
+
+def read_front(key: str) -> str | None:
+    entry = cache.read(FRONT_KIND, key, FRONT_SUFFIX)
+    if entry is None:
+        return None
+    text = entry.decode("ascii", errors="replace")
+    return text if len(text) == 40 and all(c in "0123456789abcdef" for c in text) else None
+
+
+def write_front(key: str, ir_key_: str) -> None:
+    try:
+        cache.write(FRONT_KIND, key, FRONT_SUFFIX, ir_key_.encode("ascii"))
+    except OSError:
+        pass
 
 
 def _read_cached(key: str) -> bytes | None:

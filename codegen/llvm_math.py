@@ -1,4 +1,5 @@
-"""Math functions that kernel code calls: LLVM intrinsics, libm, and helpers of our own.
+"""Scalar math functions that kernel code calls: LLVM intrinsics, libm, and helpers of
+our own (vectorized f32 math is in codegen/llvm_vmath.py).
 
 libm symbols are resolved at JIT-link time (codegen/llvm_jit.py loads libm). erfinv,
 digamma and integer pow have no libm function; they are defined here, once per module,
@@ -14,17 +15,9 @@ from collections.abc import Callable, Sequence
 from llvmlite import ir
 
 from strata.codegen.llvm_dtypes import I1, I64
+from strata.codegen.llvm_lanes import call_intrinsic
 
 F64 = ir.DoubleType()
-
-
-def call_intrinsic(b: ir.IRBuilder, name: str, args: Sequence[ir.Value], *extra: ir.Value) -> ir.Value:
-    """`llvm.<name>` overloaded on the type of `args`, which is also the result type;
-    `extra` are trailing non-overloaded operands (e.g. llvm.abs's poison flag)."""
-    t = args[0].type
-    fnty = ir.FunctionType(t, [a.type for a in (*args, *extra)])
-    fn = b.module.declare_intrinsic(f"llvm.{name}", [t], fnty)
-    return b.call(fn, [*args, *extra])
 
 
 def call_libm(b: ir.IRBuilder, name: str, args: Sequence[ir.Value]) -> ir.Value:

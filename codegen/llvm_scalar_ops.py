@@ -1,8 +1,10 @@
-"""LLVM IR for the prim elementwise ops on scalars, with eager PyTorch's semantics.
+"""LLVM IR for the prim elementwise ops, with eager PyTorch's semantics.
 
 Each emitter takes the IR builder, the operands' dtype and the operands (register
-values, see codegen/llvm_dtypes.py) and returns the result. Floats are computed without
-fast-math flags. Operands of 16-bit floats are widened to f32 (the emitter still gets
+values, see codegen/llvm_dtypes.py: scalars, or vectors of lanes, codegen/llvm_lanes.py)
+and returns the result. Floats are computed without fast-math flags. exp, log, tanh,
+erf, sigmoid and their kin on f32 are strata's own vector routines
+(codegen/llvm_vmath.py); other libm functions run lane by lane. Operands of 16-bit floats are widened to f32 (the emitter still gets
 their dtype) and the result is rounded once, as ATen's CPU kernels do. Integer
 division never traps: a zero divisor gives an unspecified value where eager PyTorch
 raises.
@@ -17,7 +19,9 @@ from llvmlite import ir
 
 from strata.codegen.errors import CodegenError
 from strata.codegen.llvm_dtypes import F32, HALF_FLOATS, I1, I64, from_f32, is_signed, to_f32
-from strata.codegen.llvm_math import F64, call_intrinsic, call_libm, digamma, erfinv, int_pow
+from strata.codegen.llvm_lanes import call_intrinsic, element_type, lane_by_lane, like, unify
+from strata.codegen.llvm_math import F64, call_libm, digamma, erfinv, int_pow
+from strata.codegen.llvm_vmath import call_vector_math, has_vector_math
 from strata.dialects.prim import ELEMENTWISE
 from strata.dialects.types import is_float
 
@@ -31,6 +35,7 @@ def emit_elementwise(b: ir.IRBuilder, name: str, dtype: str, args: list[ir.Value
     emit = table.get(name)
     if emit is None:
         raise CodegenError(f"prim.{name} on {dtype} is not supported by the LLVM CPU code generator")
+    args = unify(b, args)
     if dtype in HALF_FLOATS:
         wide = emit(b, dtype, *[to_f32(b, a, dtype) for a in args])
         bool_result = ELEMENTWISE[name][2]
@@ -43,7 +48,7 @@ def _const(like: ir.Value, value: float | int) -> ir.Constant:
 
 
 def _false(b, dtype, x):
-    return ir.Constant(I1, 0)
+    return ir.Constant(like(I1, x), 0)
 
 
 def _intrinsic(name: str) -> Emitter:
@@ -51,18 +56,36 @@ def _intrinsic(name: str) -> Emitter:
 
 
 def _libm(name: str) -> Emitter:
-    return lambda b, dtype, *args: call_libm(b, name, args)
+    """The C library's `name` (lane by lane), or strata's vector routine on f32."""
+
+    def emit(b: ir.IRBuilder, dtype: str, *args: ir.Value) -> ir.Value:
+        if has_vector_math(name, args[0].type):
+            return call_vector_math(b, name, args[0])
+        return lane_by_lane(b, lambda *xs: call_libm(b, name, xs), args)
+
+    return emit
+
+
+def _math(name: str) -> Emitter:
+    """An LLVM intrinsic (which LLVM expands lane by lane), or strata's routine on f32."""
+
+    def emit(b: ir.IRBuilder, dtype: str, *args: ir.Value) -> ir.Value:
+        if has_vector_math(name, args[0].type):
+            return call_vector_math(b, name, args[0])
+        return call_intrinsic(b, name, args)
+
+    return emit
 
 
 def _in_f64(fn: Callable[[ir.IRBuilder, ir.Value], ir.Value]) -> Emitter:
-    """A double-precision helper applied to a float of either width."""
+    """A double-precision helper applied (lane by lane) to a float of either width."""
 
-    def emit(b: ir.IRBuilder, dtype: str, x: ir.Value) -> ir.Value:
+    def scalar(b: ir.IRBuilder, x: ir.Value) -> ir.Value:
         if x.type == F64:
             return fn(b, x)
         return b.fptrunc(fn(b, b.fpext(x, F64)), x.type)
 
-    return emit
+    return lambda b, dtype, x: lane_by_lane(b, lambda v: scalar(b, v), [x])
 
 
 # ---------------------------------------------------------------- floats
@@ -82,7 +105,7 @@ def _fsign(b, dtype, x):
 
 
 def _fsignbit(b, dtype, x):
-    bits = b.bitcast(x, ir.IntType(32 if x.type == F32 else 64))
+    bits = b.bitcast(x, like(ir.IntType(32 if element_type(x.type) == F32 else 64), x))
     return b.icmp_signed("<", bits, _const(bits, 0))
 
 
@@ -123,6 +146,8 @@ def _ffloordiv(b, dtype, x, y):
 
 
 def _fsigmoid(b, dtype, x):
+    if has_vector_math("sigmoid", x.type):
+        return call_vector_math(b, "sigmoid", x)
     one = _const(x, 1.0)
     return b.fdiv(one, b.fadd(one, call_intrinsic(b, "exp", [b.fneg(x)])))
 
@@ -147,7 +172,8 @@ FLOAT_OPS: dict[str, Emitter] = {
     "maximum": _intrinsic("maximum"),
     "minimum": _intrinsic("minimum"),
     "abs": _intrinsic("fabs"),
-    **{n: _intrinsic(n) for n in ("exp", "exp2", "log", "log2", "log10", "sqrt", "sin", "cos", "pow")},
+    **{n: _math(n) for n in ("exp", "exp2", "log", "log2", "log10")},
+    **{n: _intrinsic(n) for n in ("sqrt", "sin", "cos", "pow")},
     **{n: _intrinsic(n) for n in ("floor", "ceil", "trunc", "copysign")},
     **{
         n: _libm(n)
@@ -215,11 +241,14 @@ def _iremainder(b, dtype, x, y):
 
 
 def _ipow(b, dtype, x, y):
-    if x.type == I64:
-        return int_pow(b, x, y)
-    extend = b.sext if is_signed(dtype) else b.zext
-    wide = int_pow(b, extend(x, I64), extend(y, I64))
-    return b.trunc(wide, x.type)
+    def scalar(x, y):
+        if x.type == I64:
+            return int_pow(b, x, y)
+        extend = b.sext if is_signed(dtype) else b.zext
+        wide = int_pow(b, extend(x, I64), extend(y, I64))
+        return b.trunc(wide, x.type)
+
+    return lane_by_lane(b, scalar, [x, y])
 
 
 def _iabs(b, dtype, x):
@@ -240,7 +269,7 @@ def _isignbit(b, dtype, x):
 def _shift_left(b, dtype, x, y):
     # ATen: a shift by a negative amount or by the width or more gives 0. As unsigned,
     # negative amounts are large, so one comparison covers both.
-    in_range = b.icmp_unsigned("<", y, _const(y, x.type.width))
+    in_range = b.icmp_unsigned("<", y, _const(y, element_type(x.type).width))
     shifted = b.shl(x, b.select(in_range, y, _const(y, 0)))
     return b.select(in_range, shifted, _const(x, 0))
 
@@ -249,9 +278,9 @@ def _shift_right(b, dtype, x, y):
     # ATen: out-of-range amounts shift by (width - 1) for signed types (all sign bits),
     # and give 0 for unsigned ones.
     if is_signed(dtype):
-        max_shift = _const(y, x.type.width - 1)
+        max_shift = _const(y, element_type(x.type).width - 1)
         return b.ashr(x, b.select(b.icmp_unsigned("<", y, max_shift), y, max_shift))
-    in_range = b.icmp_unsigned("<", y, _const(y, x.type.width))
+    in_range = b.icmp_unsigned("<", y, _const(y, element_type(x.type).width))
     shifted = b.lshr(x, b.select(in_range, y, _const(y, 0)))
     return b.select(in_range, shifted, _const(x, 0))
 

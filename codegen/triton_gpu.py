@@ -4,7 +4,10 @@ The source (written by triton_source) goes to the disk cache and is imported fro
 there, since Triton's jit reads a kernel's source through `inspect`, which needs a real
 file; a second compile of the same IR for the same device imports the cached file.
 The module's `launch(buffers, symbols)` computes sizes, picks tiles and launches; it is
-generated Python, so a call does no sympy work.
+generated Python, so a call does no sympy work, and on CUDA its launches skip Triton's
+per-launch argument binding (triton_launch). Under max-autotune the kernel's launcher
+is an Autotuner (triton_autotune), which times the candidate tiles on the first call
+with each size and remembers the winner, on disk too.
 
 CPU tensors run in Triton's interpreter. Triton (3.6 and 3.9 alike) reads
 TRITON_INTERPRET through `triton.knobs.runtime.interpret`, which looks at the
@@ -30,7 +33,9 @@ from types import ModuleType
 import numpy
 import torch
 
-from strata.codegen.triton_source import KernelSource, kernel_name
+from strata.codegen.triton_autotune import Autotuner
+from strata.codegen.triton_launch import direct_launchers
+from strata.codegen.triton_source import FEATURES, KernelSource, kernel_name
 from strata.dialects.kernel import FuncOp
 from strata.runtime import cache
 
@@ -54,9 +59,11 @@ GENERATOR = _generator_fingerprint()
 class CompiledKernel:
     """A kernel ready to launch on buffers (block-argument order) and symbol values."""
 
-    def __init__(self, name: str, source: str, launch: Callable[[list[torch.Tensor], list[int]], None], interpret: bool):
+    def __init__(self, name: str, source: str, launch: Callable[[list[torch.Tensor], list[int]], None], interpret: bool,
+                 module: ModuleType | None = None):
         self.name = name
         self.source = source
+        self.module = module
         self._run = _interpreted(launch) if interpret else launch
 
     def __call__(self, buffers: list[torch.Tensor], symbols: list[int]) -> None:
@@ -66,18 +73,24 @@ class CompiledKernel:
         return f"<CompiledKernel {self.name} (triton)>"
 
 
-def compile_kernel(func: FuncOp, device: str = "cuda") -> CompiledKernel:
+def compile_kernel(func: FuncOp, device: str = "cuda", max_autotune: bool = False, **_: object) -> CompiledKernel:
     """Triton code for `func`, for tensors on `device` ("cuda", or "cpu" for Triton's
-    interpreter); raises CodegenError naming an op it cannot lower."""
+    interpreter); raises CodegenError naming an op it cannot lower. `max_autotune`:
+    the tile is chosen by timing candidates on the first call with each size
+    (triton_autotune); otherwise by triton_tiles' heuristic. Other keyword arguments
+    (options of other back ends) are ignored."""
     device = _device_kind(device)
-    key = cache.cache_key(str(func), CACHE_KIND, device, GENERATOR)
+    key = cache.cache_key(str(func), CACHE_KIND, device, GENERATOR, "tune" if max_autotune else "", str(sorted(FEATURES.items())))
     path = cache.path_of(CACHE_KIND, key, ".py")
     module = _load_cached(path, key, device)
     if module is None:
-        source = KernelSource(func, device).module()
+        source = KernelSource(func, device, tune=max_autotune).module()
         path = cache.write(CACHE_KIND, key, ".py", source.encode())
         module = _load(path, key, device)
-    return CompiledKernel(kernel_name(func), path.read_text(), module.launch, device == "cpu")
+    launch = module.launch
+    if max_autotune:
+        launch = Autotuner(kernel_name(func), key, module, bool(func.reduction_dims), device)
+    return CompiledKernel(kernel_name(func), path.read_text(), launch, device == "cpu", module)
 
 
 def _device_kind(device: str) -> str:
@@ -103,6 +116,8 @@ def _load(path: Path, key: str, device: str) -> ModuleType:
     module = importlib.util.module_from_spec(spec)
     with _interpreting() if device == "cpu" else contextlib.nullcontext():
         spec.loader.exec_module(module)
+    if device == "cuda":
+        direct_launchers(module)
     sys.modules[name] = module
     return module
 

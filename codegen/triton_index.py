@@ -110,3 +110,80 @@ def fits_int32(exprs: list[sympy.Expr], maxima: dict[str, int]) -> bool:
         if bound is None or bound >= INT32_LIMIT:
             return False
     return True
+
+
+def merged_index(expr: sympy.Expr, dims: dict[str, list[sympy.Expr]]) -> tuple[sympy.Expr, dict[str, tuple[str, int, int]]] | None:
+    """`expr` over merged loop variables: index simplification.
+
+    `dims` maps a loop-variable prefix ("x", "r") to its domain's dims. An index that
+    is affine in the loop variables walks runs of adjacent dims as one flat counter
+    when each dim's coefficient is the next one's times the next dim's size, as with
+    `4096*x0 + x1` over dims [8192, 4096], which is the flat `xindex`. Each run
+    becomes one variable, `flat // stride % size` (each part only where needed), so
+    the kernel divides less and Triton's contiguity analysis sees consecutive
+    addresses even when the sizes are symbolic.
+
+    Returns the new expression and, for each variable it names, (prefix, first dim,
+    last dim) of its run; the variable of a run over the whole domain is the flat
+    index itself (`xindex`, `rindex`). None when `expr` is not affine in the loop
+    variables (floor or Mod of them, products of two): it is then printed as it is."""
+    loop = {f"{p}{k}": (p, k) for p, ds in dims.items() for k in range(len(ds))}
+    used = sorted((s for s in expr.free_symbols if s.name in loop), key=lambda s: s.name)
+    if not used:
+        return expr, {}
+    try:
+        poly = sympy.Poly(sympy.expand(expr), *used)
+    except sympy.PolynomialError:
+        return None
+    if poly.total_degree() > 1:
+        return None
+    coeffs = {s.name: poly.coeff_monomial(s) for s in used}
+    if any(c.free_symbols & set(used) for c in coeffs.values()):
+        return None
+    out = poly.coeff_monomial(1)
+    names: dict[str, tuple[str, int, int]] = {}
+    for prefix, ds in dims.items():
+        runs: list[list[int]] = []
+        for k, d in enumerate(ds):
+            if d == 1:
+                continue  # a unit dim's variable is 0: it neither adds nor separates
+            c = coeffs.get(f"{prefix}{k}", 0)
+            if c == 0:
+                runs.append([])
+                continue
+            if runs and runs[-1]:
+                j = runs[-1][-1]
+                if sympy.expand(coeffs[f"{prefix}{j}"] - c * d) == 0:
+                    runs[-1].append(k)
+                    continue
+            runs.append([k])
+        for run in runs:
+            if not run:
+                continue
+            first, last = run[0], run[-1]
+            name = _run_name(prefix, first, last, ds)
+            names[name] = (prefix, first, last)
+            out += coeffs[f"{prefix}{last}"] * sympy.Symbol(name, integer=True, nonnegative=True)
+    return out, names
+
+
+def _run_name(prefix: str, first: int, last: int, dims: list[sympy.Expr]) -> str:
+    outer = all(d == 1 for d in dims[:first])
+    inner = all(d == 1 for d in dims[last + 1 :])
+    if outer and inner:
+        return f"{prefix}index"
+    return f"{prefix}{first}" if first == last else f"{prefix}{first}_{last}"
+
+
+def run_code(flat: str, dims: list[sympy.Expr], first: int, last: int) -> str:
+    """The code of a merged run's variable: `flat // stride % size`."""
+    stride = sympy.Mul(*dims[last + 1 :])
+    size = sympy.Mul(*dims[first : last + 1])
+    code = flat if stride == 1 else f"{flat} // {_atom(int_code(stride))}"
+    if not all(d == 1 for d in dims[:first]):
+        code = f"{code} % {_atom(int_code(size))}"
+    return code
+
+
+def _atom(code: str) -> str:
+    return code if code.replace("_", "a").isalnum() else f"({code})"

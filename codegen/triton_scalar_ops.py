@@ -297,3 +297,11 @@ RULES: dict[str, Rule] = {
     "logical_or": _operator("|"),
     "logical_xor": _operator("^"),
 }
+
+
+def acc_dtype(dtype: str) -> str:
+    """The type a reduction accumulates in: f32 for half types (as torch does), i32
+    for narrow integers and bool (sums and products wrap the same way)."""
+    if dtype in LOW_PRECISION:
+        return "f32"
+    return "i32" if dtype in ("i1", "i8", "i16", "u8") else dtype

@@ -1,18 +1,36 @@
-"""One kernel.func as a Triton module: helpers, the @triton.jit kernel(s), a launcher.
+"""One kernel.func as a Triton module: helpers, the @triton.jit kernel(s), launchers.
 
 The pointwise domain is flattened onto program axis 0 (`xindex`, XBLOCK lanes a
-program) and x0… are recovered by division and modulo; the reduction domain is
-flattened into `rindex`. Values come in two shapes. In a pointwise kernel every value
-is a [XBLOCK] vector. With a reduction domain the tile is [XBLOCK, RBLOCK]: scalars
-(one value per x) are [XBLOCK, 1] and rows (values that depend on r) are
-[XBLOCK, RBLOCK], so ops between them broadcast as kernel.py's semantics say.
+program) and the reduction domain into `rindex`. Indices are simplified with sympy
+(triton_index.merged_index): runs of dims that an access walks contiguously become one
+counter, so `4096*x0 + x1` over [8192, 4096] is printed as `xindex`, which costs no
+division and lets Triton see consecutive addresses (vectorized, coalesced loads) even
+for symbolic sizes. Values come in two shapes. In a pointwise kernel every value is a
+[XBLOCK] vector. With a reduction domain the tile is [XBLOCK, RBLOCK]: scalars (one
+value per x) are [XBLOCK, 1] and rows (values that depend on r) are [XBLOCK, RBLOCK],
+so ops between them broadcast as kernel.py's semantics say.
 
-A reduction kernel comes in two shapes. Persistent: one tile holds a whole row, every
-op runs once in body order. Looped, for rows too long for registers: the body is cut
-at its reductions. A value's *level* counts the reductions it waits for; loop L walks
-R in RBLOCK chunks, recomputes from loads the rows that reductions of level-L rows and
-level-L row stores need, accumulates tile-wide, and reduces after the loop; scalars of
-level L are computed between loops L-1 and L.
+A reduction kernel comes in three shapes (*variants*). Persistent: one tile holds a
+whole row, every op runs once in body order, loads first (so that they are all in
+flight before the first reduction's barrier). Looped, for rows too long for registers:
+the body is cut at its reductions. A value's *level* counts the reductions it waits
+for; loop L walks R in RBLOCK chunks, recomputes from loads the rows that reductions
+of level-L rows and level-L row stores need, accumulates tile-wide, and reduces after
+the loop; scalars of level L are computed between loops L-1 and L. Split, for long
+rows and few of them, where the kernel allows it (its reductions read only loads'
+rows, and it stores no rows): program (x, c) reduces chunk c of its rows into a
+workspace, and a second kernel combines the chunks and runs what follows the
+reductions.
+
+Masks are left out where the sizes are static and every tile the launcher may use
+divides them. Loads that later loops read again are kept in cache (evict_last), the
+last read of a stream is not (evict_first).
+
+The module's `launch(buffers, symbols)` runs the heuristic tile (triton_tiles), baked
+in when the sizes are static; `launch_tile(tile, buffers, symbols)` runs any tile the
+module has a variant for (max-autotune times them through it); `numels(symbols)` gives
+the domain sizes; `LAYOUT`, `SPLITTABLE`, `ROW_LOADS` and `PASSES` are what the tile
+heuristic needs to know of the kernel.
 """
 
 from __future__ import annotations
@@ -26,23 +44,35 @@ from xdsl.dialects import arith
 from xdsl.ir import Operation, SSAValue
 
 from strata.codegen.errors import CodegenError
-from strata.codegen.triton_index import fits_int32, int_code
+from strata.codegen.triton_index import fits_int32, int_code, merged_index, run_code
+from strata.codegen.triton_launcher import LauncherSource, function_source, variant_of
 from strata.codegen.triton_math import helper_sources
-from strata.codegen.triton_scalar_ops import FLOATS, LOW_PRECISION, ScalarOps, tl_dtype
-from strata.codegen.triton_tiles import PERSISTENT_LIMIT, pointwise_tile, reduction_tile
+from strata.codegen.triton_scalar_ops import FLOATS, LOW_PRECISION, ScalarOps, acc_dtype, tl_dtype
+from strata.codegen.triton_tiles import (
+    PERSISTENT_LIMIT,
+    Tile,
+    next_power_of_2,
+    persistent_fits,
+    pointwise_configs,
+    pointwise_tile,
+    reduction_configs,
+    reduction_tile,
+)
 from strata.dialects import kernel
 from strata.dialects.prim import ConvertElementTypeOp, ElementwiseOp, WhereOp
 from strata.dialects.types import scalar_dtype, sym
 
 # Names the generated module defines; shape symbols must not shadow them.
 RESERVED = frozenset(
-    "xindex xmask xnumel rindex rmask rbase roffset rnumel xrmask XBLOCK RBLOCK "
-    "launch buffers symbols tile kernel triton tl libdevice".split()
+    "xindex xmask xnumel rindex rmask rbase roffset rnumel rstart rchunk xrmask XBLOCK RBLOCK "
+    "launch launch_tile numels buffers symbols tile kernel triton tl libdevice torch split "
+    "LAYOUT SPLITTABLE ROW_LOADS PASSES".split()
 )
-GENERATED_NAME = re.compile(r"(x|r|v|in|out)\d+$|acc_")
+GENERATED_NAME = re.compile(r"(x|r|v|in|out|ws)\d+$|(x|r)\d+_\d+$|acc_")
 INT64_MIN, INT32_MIN = -(2**63), -(2**31)
-# Launch options: no FMA contraction, since eager PyTorch rounds after every op.
-OPTIONS = "enable_fp_fusion=False, "
+# Code-generation switches, on by default; benchmarks/gpu_kernels.py --ablate turns
+# one off at a time to measure what it is worth.
+FEATURES = {"merge_index": True, "hoist_loads": True, "drop_masks": True, "eviction": True}
 
 
 @dataclass
@@ -60,20 +90,17 @@ def kernel_name(func: kernel.FuncOp) -> str:
     return name
 
 
-def acc_dtype(dtype: str) -> str:
-    """The type a reduction accumulates in: f32 for half types (as torch does), i32
-    for narrow integers and bool (sums and products wrap the same way)."""
-    if dtype in LOW_PRECISION:
-        return "f32"
-    return "i32" if dtype in ("i1", "i8", "i16", "u8") else dtype
-
-
 class KernelSource:
-    """Analysis of one kernel.func and the Triton module text for it."""
+    """Analysis of one kernel.func and the Triton module text for it. `tune`: the
+    module also holds the variants of every tile max-autotune may time. `tiles`
+    (static sizes only): exactly these tiles, the first one the default (for
+    benchmarks that time tiles of their own choosing)."""
 
-    def __init__(self, func: kernel.FuncOp, device: str):
+    def __init__(self, func: kernel.FuncOp, device: str, tune: bool = False, tiles: list[Tile] | None = None):
         self.func = func
         self.device = device
+        self.tune = tune
+        self.chosen = tiles
         self.name = kernel_name(func)
         self.ops = ScalarOps(device)
         self.symbols = func.symbol_names
@@ -88,7 +115,14 @@ class KernelSource:
         self.values: dict[SSAValue, Value] = {}
         self.index: dict[Operation, sympy.Expr] = {}
         self.live = self._analyze()
+        self.splittable = self._splittable()
         self.int64 = self._needs_int64()
+        self.layout = self._layout() if self.rdims else "pointwise"
+        self.row_loads = sum(1 for op in self.live if isinstance(op, kernel.LoadOp) and self.values[op.results[0]].row)
+        self.passes = self._passes()
+        self.code_index, self.runs = self._merge_indices()
+        self.tiles = self._tiles()
+        self.variants = self._variants()
 
     # ------------------------------------------------------------------ analysis
     def _analyze(self) -> list[Operation]:
@@ -131,40 +165,140 @@ class KernelSource:
                 f"'{op.index.data}', which names no reduction variable"
             )
 
+    def _splittable(self) -> bool:
+        """Whether a split variant can compute this kernel: every reduction reduces a
+        row of level 0 (computed from loads alone), and no row is stored."""
+        if not self.rdims:
+            return False
+        reduces = [op for op in self.live if isinstance(op, kernel.ReduceOp)]
+        if not reduces or any(self.values[op.value].level != 0 for op in reduces):
+            return False
+        return not any(isinstance(op, kernel.StoreOp) and _names_r(self.index[op]) for op in self.live)
+
     def _needs_int64(self) -> bool:
         """i64 index arithmetic when a size is symbolic or an index may pass 2**31
-        (the launcher may round sizes up to a block: allow for that too)."""
-        if self._symbolic() or any(s.name in self.symbols for e in self.index.values() for s in e.free_symbols):
+        (the launcher may round sizes up to a block, or a split's chunks overhang the
+        row: allow for that too)."""
+        if self.symbolic() or any(s.name in self.symbols for e in self.index.values() for s in e.free_symbols):
             return True
         maxima = {f"x{i}": int(d) - 1 for i, d in enumerate(self.xdims)}
         maxima |= {f"r{i}": int(d) - 1 for i, d in enumerate(self.rdims)}
-        exprs = [*self.index.values(), self.xnumel + 1024, self.rnumel + 2 * PERSISTENT_LIMIT]
+        slack = 2 * self.rnumel + 2**22 if self.splittable else self.rnumel + 2 * PERSISTENT_LIMIT
+        exprs = [*self.index.values(), self.xnumel + 4096, slack]
+        if self.splittable:
+            exprs.append(self.xnumel * 2048)  # workspace offsets
         return not fits_int32(exprs, maxima)
 
-    def _symbolic(self) -> bool:
-        return bool(self.xnumel.free_symbols or self.rnumel.free_symbols)
+    def symbolic(self) -> bool:
+        """Whether a dim is symbolic (a literal 0 dim beside it makes the size 0, with no
+        symbol left, but the indices may still name the symbolic dim's loop variable)."""
+        return any(d.free_symbols for d in (*self.xdims, *self.rdims))
 
-    def _inner(self) -> bool:
-        """Whether a row load or store walks consecutive elements as rindex grows."""
-        fastest = [sym(f"r{i}") for i, d in enumerate(self.rdims) if d != 1]
-        if not fastest:
+    def _layout(self) -> str:
+        """"inner", "outer" or "mixed" (triton_tiles): which loop variable walks
+        consecutive elements in each row access."""
+        kinds = set()
+        for op in self.live:
+            if isinstance(op, (kernel.LoadOp, kernel.StoreOp)) and _names_r(self.index[op]):
+                kind = _contiguous_in(self.index[op], self.xdims, self.rdims)
+                if kind:
+                    kinds.add(kind)
+        if "x" in kinds:
+            return "mixed" if "r" in kinds else "outer"
+        return "inner"
+
+    def _passes(self) -> int:
+        """The loops over R a looped variant makes: one per level with a reduction or
+        a row store."""
+        levels = {self.values[op.value].level for op in self.live if isinstance(op, kernel.ReduceOp)}
+        levels |= {self.values[op.value].level for op in self.live if isinstance(op, kernel.StoreOp) and _names_r(self.index[op])}
+        return max(1, len(levels))
+
+    def _merge_indices(self) -> tuple[dict[Operation, sympy.Expr], dict[str, tuple[str, int, int]]]:
+        """Each index over merged runs of loop variables (or over the loop variables
+        themselves, where it is not affine in them), and every run's definition."""
+        dims = {"x": self.xdims, "r": self.rdims}
+        code: dict[Operation, sympy.Expr] = {}
+        runs: dict[str, tuple[str, int, int]] = {}
+        for op, expr in self.index.items():
+            merged = merged_index(expr, dims) if FEATURES["merge_index"] else None
+            if merged is None:
+                merged = expr, {
+                    s.name: (s.name[0], int(s.name[1:]), int(s.name[1:]))
+                    for s in expr.free_symbols
+                    if s.name[:1] in "xr" and s.name[1:].isdigit()
+                }
+            code[op] = merged[0]
+            runs.update(merged[1])
+        return code, runs
+
+    def _tiles(self) -> list[Tile] | None:
+        """The tiles the launcher may use, the heuristic's first; None when sizes are
+        symbolic (the launcher then asks the heuristic at each call)."""
+        if self.symbolic():
+            return None
+        if self.chosen:
+            return list(self.chosen)
+        xnumel, rnumel = int(self.xnumel), int(self.rnumel)
+        if not self.rdims:
+            return pointwise_configs(xnumel) if self.tune else [pointwise_tile(xnumel)]
+        if self.tune:
+            return reduction_configs(xnumel, rnumel, self.layout, self.splittable, self.row_loads, self.passes)
+        return [reduction_tile(xnumel, rnumel, self.layout, self.splittable, self.row_loads, self.passes)]
+
+    def _variants(self) -> list[str]:
+        if not self.rdims:
+            return ["pointwise"]
+        if self.tiles is not None:
+            found = {variant_of(t) for t in self.tiles}
+            return [v for v in ("persistent", "looped", "split") if v in found]
+        out = []
+        if self.rnumel.free_symbols or persistent_fits(int(self.rnumel), self.layout, self.passes):
+            out.append("persistent")
+        out.append("looped")
+        if self.splittable:
+            out.append("split")
+        return out
+
+    def masked(self, which: str, variant: str) -> bool:
+        """Whether the x or r mask is needed: always for symbolic sizes; for static
+        ones, unless every tile of this variant divides the size."""
+        numel = self.xnumel if which == "x" else self.rnumel
+        if variant == "combine" or (variant == "split" and which == "r"):
+            return True  # the combining grid is its own; chunks overhang the row
+        if self.tiles is None or numel.free_symbols or not FEATURES["drop_masks"]:
             return True
-        return any(
-            self.index[op].as_coefficients_dict().get(fastest[-1]) == 1
-            for op in self.live
-            if isinstance(op, (kernel.LoadOp, kernel.StoreOp)) and _names_r(self.index[op])
-        )
+        n = int(numel)
+        tiles = [t for t in self.tiles if variant == "pointwise" or variant_of(t) == variant]
+        block = (lambda t: t.xblock) if which == "x" else (lambda t: t.rblock)
+        return any(n % block(t) for t in tiles)
 
     # ------------------------------------------------------------------ module
+    def kernel_names(self) -> dict[str, str]:
+        """Variant → the name of its @triton.jit function."""
+        if len(self.variants) == 1 and self.variants[0] != "split":
+            return {self.variants[0]: self.name}
+        names = {v: f"{self.name}_{v}" for v in self.variants}
+        if "split" in names:
+            names["combine"] = f"{self.name}_combine"
+        return names
+
     def module(self) -> str:
-        """The whole module: header, helpers, kernel variant(s), launcher."""
-        bodies = {name: BodyEmitter(self, persistent).emit() for name, persistent in self._variants()}
+        """The whole module: header, helpers, kernel variant(s), launchers."""
+        names = self.kernel_names()
+        bodies = {}
+        params = {}
+        for variant, name in names.items():
+            emitter = BodyEmitter(self, variant)
+            bodies[name] = emitter.emit()
+            params[name] = emitter.params
         text = "\n".join(line for body in bodies.values() for line in body)
-        symbols = [s for s in self.symbols if re.search(rf"\b{re.escape(s)}\b", text)]
-        args = [*self.buffers.values(), *symbols]
-        args += [n for n, e in (("xnumel", self.xnumel), ("rnumel", self.rnumel)) if e.free_symbols]
-        blocks = ["XBLOCK: tl.constexpr"] + (["RBLOCK: tl.constexpr"] if self.rdims else [])
-        kernels = [_function(name, [*args, *blocks], body, "@triton.jit") for name, body in bodies.items()]
+        self.used_symbols = [s for s in self.symbols if re.search(rf"\b{re.escape(s)}\b", text)]
+        kernels = []
+        for variant, name in names.items():
+            args = self._kernel_args(variant, params[name])
+            blocks = ["XBLOCK: tl.constexpr"] + (["RBLOCK: tl.constexpr"] if self.rdims else [])
+            kernels.append(function_source(name, [*args, *blocks], bodies[name], "@triton.jit"))
         header = [
             f"# strata kernel {self.func.sym_name.data}",
             f"# from aten ops: {', '.join(self.func.source_ops)}",
@@ -173,58 +307,41 @@ class KernelSource:
         ]
         if self.device == "cuda":
             header.append("from triton.language.extra import libdevice")
-        if self._symbolic():
-            header.append("from strata.codegen.triton_tiles import pointwise_tile, reduction_tile")
-        parts = ["\n".join(header), *helper_sources(self.ops.helpers, self.device), *kernels]
-        parts.append(_function("launch", ["buffers", "symbols"], self._launcher(list(bodies), args)))
+        if "split" in self.variants:
+            header.append("import torch")
+        header.append("from strata.codegen.triton_launch import CallSite")
+        header.append("from strata.codegen.triton_tiles import Tile, next_power_of_2, pointwise_tile, reduction_tile")
+        constants = [f"LAYOUT = {self.layout!r}", f"SPLITTABLE = {self.splittable}", f"ROW_LOADS = {self.row_loads}", f"PASSES = {self.passes}"]
+        parts = ["\n".join(header), "\n".join(constants), *helper_sources(self.ops.helpers, self.device), *kernels]
+        parts += LauncherSource(self).functions()
         return "\n\n\n".join(p.rstrip("\n") for p in parts) + "\n"
 
-    def _variants(self) -> list[tuple[str, bool | None]]:
-        """(kernel name, persistent); persistent is None for a pointwise kernel. Both
-        reduction shapes when R is symbolic: the launcher picks one by its size."""
-        if not self.rdims:
-            return [(self.name, None)]
-        if self.rnumel.free_symbols:
-            return [(f"{self.name}_persistent", True), (f"{self.name}_looped", False)]
-        return [(self.name, reduction_tile(1, int(self.rnumel), True).persistent)]
+    def _kernel_args(self, variant: str, extra: list[str]) -> list[str]:
+        args = list(self.buffers.values())
+        if variant in ("split", "combine"):
+            args += self.workspaces()
+        args += self.used_symbols
+        args += [n for n, e in (("xnumel", self.xnumel), ("rnumel", self.rnumel)) if e.free_symbols]
+        return args + extra
 
-    def _launcher(self, kernels: list[str], args: list[str]) -> list[str]:
-        lines = [f"{_unpack(list(self.buffers.values()))} = buffers"]
-        if self.symbols:
-            lines.append(f"{_unpack(self.symbols)} = symbols")
-        if not self._symbolic():
-            return lines + self._static_launch(kernels[0], args)
-        lines += [f"xnumel = {int_code(self.xnumel, python=True)}", "if xnumel == 0:", "    return"]
-        if self.rdims:
-            lines.append(f"rnumel = {int_code(self.rnumel, python=True)}")
-            lines.append(f"tile = reduction_tile(xnumel, rnumel, {self._inner()})")
-        else:
-            lines.append("tile = pointwise_tile(xnumel)")
-        if len(kernels) == 2:
-            lines.append(f"kernel = {kernels[0]} if tile.persistent else {kernels[1]}")
-        blocks = "XBLOCK=tile.xblock" + (", RBLOCK=tile.rblock" if self.rdims else "")
-        launch = "kernel" if len(kernels) == 2 else kernels[0]
-        lines.append(f"{launch}[(triton.cdiv(xnumel, tile.xblock),)]({', '.join(args)}, {blocks}, {OPTIONS}num_warps=tile.num_warps)")
-        return lines
+    def workspaces(self) -> list[str]:
+        return [f"ws{i}" for i, _ in enumerate(self.reduces())]
 
-    def _static_launch(self, kernel: str, args: list[str]) -> list[str]:
-        xnumel = int(self.xnumel)
-        if xnumel == 0:
-            return ["return  # empty domain"]
-        tile = reduction_tile(xnumel, int(self.rnumel), self._inner()) if self.rdims else pointwise_tile(xnumel)
-        blocks = f"XBLOCK={tile.xblock}" + (f", RBLOCK={tile.rblock}" if self.rdims else "")
-        grid = -(-xnumel // tile.xblock)
-        return [f"{kernel}[({grid},)]({', '.join(args)}, {blocks}, {OPTIONS}num_warps={tile.num_warps})"]
-
+    def reduces(self) -> list[kernel.ReduceOp]:
+        return [op for op in self.live if isinstance(op, kernel.ReduceOp)]
 
 class BodyEmitter:
-    """The statements of one kernel variant."""
+    """The statements of one kernel variant: "pointwise", "persistent", "looped",
+    "split" (a split reduction's partials) or "combine" (its second kernel)."""
 
-    def __init__(self, src: KernelSource, persistent: bool | None):
+    def __init__(self, src: KernelSource, variant: str):
         self.src = src
         self.ops = src.ops
-        self.persistent = persistent
-        self.reduction = persistent is not None
+        self.variant = variant
+        self.reduction = variant != "pointwise"
+        self.xmasked = src.masked("x", variant)
+        self.rmasked = self.reduction and src.masked("r", variant)
+        self.params: list[str] = []  # run-time parameters beyond buffers and sizes
         self.lines: list[str] = []
         self.indent = ""
 
@@ -233,16 +350,26 @@ class BodyEmitter:
 
     def emit(self) -> list[str]:
         self._header()
-        if not self.reduction:
-            for op in self.src.live:
+        if self.variant == "pointwise":
+            for op in self._hoisted(self.src.live):
                 self._op(op)
-        elif self.persistent:
+        elif self.variant == "persistent":
             self._r_index("rbase", self.src.live)
-            for op in self.src.live:
+            for op in self._hoisted(self.src.live):
                 self._op(op)
-        else:
+        elif self.variant == "looped":
             self._looped()
+        elif self.variant == "split":
+            self._split_partials()
+        else:
+            self._split_combine()
         return self.lines
+
+    def _hoisted(self, ops: list[Operation]) -> list[Operation]:
+        """Loads first (in body order), so that all are in flight together."""
+        if not FEATURES["hoist_loads"]:
+            return ops
+        return [op for op in ops if isinstance(op, kernel.LoadOp)] + [op for op in ops if not isinstance(op, kernel.LoadOp)]
 
     # ------------------------------------------------------------------ domain
     def _header(self) -> None:
@@ -253,53 +380,62 @@ class BodyEmitter:
         pid = "tl.program_id(0).to(tl.int64)" if src.int64 else "tl.program_id(0)"
         lanes = "tl.arange(0, XBLOCK)" + ("[:, None]" if self.reduction else "")
         self.line(f"xindex = {pid} * XBLOCK + {lanes}")
-        self.line("xmask = xindex < xnumel")
-        self._split("xindex", src.xdims, "x", self.src.live)
+        if self.xmasked:
+            self.line("xmask = xindex < xnumel")
+        if self.variant != "combine":
+            self._define_runs("xindex", "x", self.src.live)
         if self.reduction:
             rbase = "tl.arange(0, RBLOCK)[None, :]"
             self.line(f"rbase = {rbase}.to(tl.int64)" if src.int64 else f"rbase = {rbase}")
 
     def _r_index(self, rindex: str, ops: list[Operation]) -> None:
         self.line(f"rindex = {rindex}")
-        self.line("rmask = rindex < rnumel")
-        self.line("xrmask = xmask & rmask")
-        self._split("rindex", self.src.rdims, "r", ops)
+        if self.rmasked:
+            self.line("rmask = rindex < rnumel")
+            if self.xmasked:
+                self.line("xrmask = xmask & rmask")
+        self._define_runs("rindex", "r", ops)
 
-    def _split(self, flat: str, dims: list[sympy.Expr], prefix: str, ops: list[Operation]) -> None:
-        """Loop variables (those `ops` use) from the flat index, row-major."""
-        used = {s.name for op in ops if op in self.src.index for s in self.src.index[op].free_symbols}
-        for k, d in enumerate(dims):
-            name = f"{prefix}{k}"
-            if name not in used or d == 1:
+    def _define_runs(self, flat: str, prefix: str, ops: list[Operation]) -> None:
+        """The merged loop variables (triton_index.merged_index) that `ops` use."""
+        used = {s.name for op in ops if op in self.src.code_index for s in self.src.code_index[op].free_symbols}
+        dims = self.src.xdims if prefix == "x" else self.src.rdims
+        for name in sorted(used):
+            run = self.src.runs.get(name)
+            if run is None or run[0] != prefix or name == flat:
                 continue
-            stride = sympy.Mul(*dims[k + 1 :])
-            code = flat if stride == 1 else f"{flat} // {_atom(int_code(stride))}"
-            if k > 0:
-                code = f"{code} % {_atom(int_code(d))}"
-            self.line(f"{name} = {code}")
+            self.line(f"{name} = {run_code(flat, dims, run[1], run[2])}")
 
     # ------------------------------------------------------------------ looped reductions
     def _looped(self) -> None:
         src = self.src
+        loops = []
         for level in range(max((self._level(op) for op in src.live), default=0) + 1):
+            reduces = [op for op in src.live if isinstance(op, kernel.ReduceOp) and src.values[op.value].level == level]
+            stores = [op for op in src.live if isinstance(op, kernel.StoreOp) and self._is_row(op) and self._level(op) == level]
+            loops.append((level, reduces, stores, self._row_cone([*reduces, *stores]) if reduces or stores else []))
+        for n, (level, reduces, stores, cone) in enumerate(loops):
             for op in src.live:
                 if self._level(op) == level and not self._is_row(op) and not isinstance(op, kernel.ReduceOp):
                     self._op(op)
-            reduces = [op for op in src.live if isinstance(op, kernel.ReduceOp) and src.values[op.value].level == level]
-            stores = [op for op in src.live if isinstance(op, kernel.StoreOp) and self._is_row(op) and self._level(op) == level]
             if reduces or stores:
-                self._loop(reduces, stores)
+                later = {op for _, _, _, c in loops[n + 1 :] for op in c if isinstance(op, kernel.LoadOp)}
+                self._loop(reduces, stores, cone, later)
 
-    def _loop(self, reduces: list[kernel.ReduceOp], stores: list[kernel.StoreOp]) -> None:
-        cone = self._row_cone([*reduces, *stores])
+    def _loop(self, reduces: list[kernel.ReduceOp], stores: list[kernel.StoreOp], cone: list[Operation],
+              later: set[Operation], bounds: str = "range(0, rnumel, RBLOCK)", finish: bool = True) -> None:
         for op in reduces:
             ident, acc_t = self._identity(op)
             self.line(f"{self._acc(op)} = tl.full([XBLOCK, RBLOCK], {ident}, {tl_dtype(acc_t)})")
-        self.line("for roffset in range(0, rnumel, RBLOCK):")
+        self.line(f"for roffset in {bounds}:")
         self.indent = "    "
         self._r_index("roffset + rbase", [*cone, *stores])
-        for op in cone:
-            self._op(op)
+        for op in self._hoisted(cone):
+            if isinstance(op, kernel.LoadOp):
+                keep = op in later or self._eviction(op) == "evict_last"
+                self.line(f"{self.src.values[op.results[0]].name} = {self._load(op, 'evict_last' if keep else 'evict_first')}")
+            else:
+                self._op(op)
         for op in reduces:
             combine = REDUCE[op.kind.data][1].format(acc=self._acc(op), v=self._masked(op))
             self.line(f"{self._acc(op)} = {combine}")
@@ -307,7 +443,7 @@ class BodyEmitter:
         for op in stores:
             self._op(op)
         self.indent = ""
-        for op in reduces:
+        for op in reduces if finish else ():
             self._finish(op, self._acc(op))
 
     def _acc(self, op: kernel.ReduceOp) -> str:
@@ -336,11 +472,47 @@ class BodyEmitter:
         v = op.value if isinstance(op, kernel.StoreOp) else op.results[0]
         return self.src.values[v].level
 
+    # ------------------------------------------------------------------ split reductions
+    def _split_partials(self) -> None:
+        """Program (x block, c) reduces chunk c (`rchunk` long) of its rows and stores
+        each reduction's accumulated value, unrounded, at ws[x * split + c]."""
+        src = self.src
+        self.params = ["rchunk"]
+        reduces = src.reduces()
+        for op in src.live:
+            if not self._is_row(op) and self._level(op) == 0 and not isinstance(op, (kernel.ReduceOp, kernel.StoreOp)):
+                self._op(op)
+        self.line("rstart = tl.program_id(1) * rchunk")
+        self._loop(reduces, [], self._row_cone(reduces), set(), "range(rstart, rstart + rchunk, RBLOCK)", finish=False)
+        mask = ", mask=xmask" if self.xmasked else ""
+        for ws, op in zip(src.workspaces(), reduces):
+            reduced = REDUCE[op.kind.data][0].format(acc=self._acc(op))
+            self.line(f"tl.store({ws} + (xindex * tl.num_programs(1) + tl.program_id(1)), {reduced}{mask})")
+
+    def _split_combine(self) -> None:
+        """Reduces each row's `split` partial values, then computes and stores what
+        follows the reductions (and what needs none)."""
+        src = self.src
+        self.params = ["split"]
+        self._define_runs("xindex", "x", [op for op in src.live if not self._is_row(op)])
+        self.line("rindex = rbase")
+        self.line("rmask = rindex < split")
+        mask = "xmask & rmask" if self.xmasked else "rmask"
+        for ws, op in zip(src.workspaces(), src.reduces()):
+            ident, _ = self._identity(op)
+            name = self.src.values[op.results[0]].name
+            self.line(f"{name} = tl.load({ws} + (xindex * split + rindex), mask={mask}, other={ident})")
+            self._finish(op, name)
+        for op in src.live:
+            if not self._is_row(op) and not isinstance(op, kernel.ReduceOp):
+                self._op(op)
+
     # ------------------------------------------------------------------ ops
     def _op(self, op: Operation) -> None:
         if isinstance(op, kernel.StoreOp):
             value = self.src.values[op.value].name
-            self.line(f"tl.store({self._pointer(op)}, {value}, mask={self._mask(op)})")
+            mask = self._mask(op)
+            self.line(f"tl.store({self._pointer(op)}, {value}{f', mask={mask}' if mask else ''})")
             return
         result = self.src.values[op.results[0]]
         if isinstance(op, kernel.ReduceOp):
@@ -351,9 +523,9 @@ class BodyEmitter:
     def _expr(self, op: Operation, result: Value) -> str:
         args = [self.src.values[a].name for a in op.operands if a in self.src.values]
         if isinstance(op, kernel.LoadOp):
-            return f"tl.load({self._pointer(op)}, mask={self._mask(op)})"
+            return self._load(op, self._eviction(op))
         if isinstance(op, kernel.IndexOp):
-            return f"tl.cast({int_code(self.src.index[op])}, {tl_dtype(result.dtype)})"
+            return f"tl.cast({int_code(self.src.code_index[op])}, {tl_dtype(result.dtype)})"
         if isinstance(op, arith.ConstantOp):
             return self.ops.constant(op.value.value.data, result.dtype)
         if isinstance(op, WhereOp):
@@ -363,19 +535,36 @@ class BodyEmitter:
         assert isinstance(op, ElementwiseOp)
         return self.ops.elementwise(op.name.removeprefix("prim."), scalar_dtype(op.args[0].type), args)
 
+    def _load(self, op: kernel.LoadOp, eviction: str | None) -> str:
+        mask = self._mask(op)
+        extra = f", mask={mask}" if mask else ""
+        if eviction and FEATURES["eviction"]:
+            extra += f", eviction_policy={eviction!r}"
+        return f"tl.load({self._pointer(op)}{extra})"
+
+    def _eviction(self, op: kernel.LoadOp) -> str | None:
+        """In a reduction, a row every program reads (weights broadcast over x) stays
+        in cache."""
+        if not self.reduction or not _names_r(self.src.index[op]):
+            return None
+        names = {s.name for s in self.src.index[op].free_symbols}
+        return None if any(n.startswith("x") and n[1:].isdigit() for n in names) else "evict_last"
+
     def _pointer(self, op: kernel.LoadOp | kernel.StoreOp) -> str:
         """Pointers of the op's full shape: an index that names no x (or, for a row,
         no r) is broadcast so that it matches its mask."""
         expr = self.src.index[op]
-        code = int_code(expr)
+        code = int_code(self.src.code_index[op])
         names = {s.name for s in expr.free_symbols}
         if not any(n.startswith("x") and n[1:].isdigit() for n in names):
             shape = "[XBLOCK, 1]" if self.reduction else "[XBLOCK]"
             code = f"{code} + tl.full({shape}, 0, {'tl.int64' if self.src.int64 else 'tl.int32'})"
         return f"{self.src.buffers[op.buffer]} + ({code})"
 
-    def _mask(self, op: kernel.LoadOp | kernel.StoreOp) -> str:
-        return "xrmask" if self.reduction and _names_r(self.src.index[op]) else "xmask"
+    def _mask(self, op: kernel.LoadOp | kernel.StoreOp) -> str | None:
+        if self.reduction and _names_r(self.src.index[op]) and self.rmasked:
+            return "xrmask" if self.xmasked else "rmask"
+        return "xmask" if self.xmasked else None
 
     # ------------------------------------------------------------------ reductions
     def _identity(self, op: kernel.ReduceOp) -> tuple[str, str]:
@@ -393,6 +582,11 @@ class BodyEmitter:
         value = self.src.values[op.value]
         ident, acc_t = self._identity(op)
         v = value.name if acc_t == value.dtype else f"{value.name}.to({tl_dtype(acc_t)})"
+        if not self.rmasked:
+            if value.row:
+                return v
+            # a scalar reduced over the row: broadcast it to the tile
+            return f"tl.broadcast_to({v}, [XBLOCK, RBLOCK])"
         return f"tl.where(rmask, {v}, {ident})"
 
     def _helper_of(self, op: kernel.ReduceOp) -> None:
@@ -435,17 +629,14 @@ def _names_r(expr: sympy.Expr) -> bool:
     return any(s.name.startswith("r") and s.name[1:].isdigit() for s in expr.free_symbols)
 
 
-def _function(name: str, params: list[str], body: list[str], decorator: str = "") -> str:
-    head = f"{decorator}\n" if decorator else ""
-    return f"{head}def {name}({', '.join(params)}):\n" + "\n".join(f"    {line}" for line in body) + "\n"
-
-
-def _atom(code: str) -> str:
-    return code if re.fullmatch(r"\w+", code) else f"({code})"
-
-
-def _unpack(names: list[str]) -> str:
-    return ", ".join(names) + ("," if len(names) == 1 else "")
+def _contiguous_in(expr: sympy.Expr, xdims: list[sympy.Expr], rdims: list[sympy.Expr]) -> str | None:
+    """"r" when the innermost non-unit reduction variable steps through consecutive
+    elements, "x" when the innermost pointwise one does, else None."""
+    for prefix, dims in (("r", rdims), ("x", xdims)):
+        fastest = [sym(f"{prefix}{i}") for i, d in enumerate(dims) if d != 1]
+        if fastest and fastest[-1] in expr.free_symbols and sympy.expand(expr).coeff(fastest[-1]) == 1:
+            return prefix
+    return None
 
 
 def _check_symbols(symbols: list[str]) -> None:

@@ -1,9 +1,21 @@
-"""Tile sizes and warp counts for generated Triton kernels.
+"""Tile sizes and warp counts for generated Triton kernels: a heuristic, and the small
+set of configurations that max-autotune times.
 
 Called at compile time when a kernel's sizes are static and from the generated launcher
 when they are symbolic, so one heuristic decides both. Blocks are powers of two (what
 `tl.arange` needs); they are clamped so that tiny sizes do not compile one variant per
 size.
+
+A reduction's *layout* says which way its rows run through memory: "inner" when
+consecutive reduction indices touch consecutive elements (a row softmax), "outer" when
+consecutive pointwise indices do (a column sum), "mixed" when some accesses run one way
+and some the other (a softmax over a transposed input: columns read, rows written). An
+inner tile is long in R, an outer one wide in X, a mixed one square enough for both
+(Triton moves the tile through shared memory between the two layouts).
+
+A *split* reduction cuts each row into `split` chunks reduced by separate programs into
+a workspace, then combined by a second kernel: for long rows and few of them, which
+would otherwise leave most of the GPU idle.
 """
 
 from __future__ import annotations
@@ -15,6 +27,16 @@ from typing import NamedTuple
 PERSISTENT_LIMIT = 8192
 # Elements of one tile: beyond this a thread holds too many values in registers.
 TILE_ELEMENTS = 4096
+# Programs that keep every multiprocessor of a large GPU busy (an H100 or H200 has 132).
+FILL_PROGRAMS = 512
+# A split reduction's programs each reduce at least this many elements.
+MIN_SPLIT_ELEMENTS = 8192
+# Split only rows at least this long.
+SPLIT_MIN_RNUMEL = 8192
+# Registers of one multiprocessor, and the fewest programs that should share one (so
+# that one loads while another reduces).
+REGISTERS = 65536
+MIN_RESIDENT = 2
 
 
 class Tile(NamedTuple):
@@ -22,14 +44,15 @@ class Tile(NamedTuple):
     xblock: int
     rblock: int
     num_warps: int
+    split: int = 1
 
 
 def next_power_of_2(n: int) -> int:
     return 1 if n <= 1 else 1 << (n - 1).bit_length()
 
 
-def _warps(elements: int) -> int:
-    return max(1, min(8, elements // 256))
+def _warps(elements: int, limit: int = 8) -> int:
+    return max(1, min(limit, elements // 256))
 
 
 def pointwise_tile(xnumel: int) -> Tile:
@@ -37,15 +60,123 @@ def pointwise_tile(xnumel: int) -> Tile:
     return Tile(False, xblock, 1, _warps(xblock))
 
 
-def reduction_tile(xnumel: int, rnumel: int, inner: bool) -> Tile:
-    """`inner`: consecutive reduction indices touch consecutive elements, so a tile
-    should be long in R; otherwise consecutive x do, and it should be wide in X."""
+def pointwise_configs(xnumel: int) -> list[Tile]:
+    """The heuristic tile first, then the alternatives max-autotune times."""
+    cap = max(128, next_power_of_2(xnumel))
+    out = [pointwise_tile(xnumel)]
+    for xblock, warps in ((512, 4), (1024, 8), (2048, 8), (256, 2), (4096, 16)):
+        if xblock <= cap:
+            out.append(Tile(False, xblock, 1, warps))
+    return _unique(out)
+
+
+def persistent_fits(rnumel: int, layout: str, passes: int = 1) -> bool:
+    """Whether rows of `rnumel` elements are reduced in registers. Up to
+    PERSISTENT_LIMIT for inner rows. An outer or mixed tile must be wide in X to read
+    memory well, so only short rows fit, unless a looped kernel would walk its rows
+    several times (a softmax): then a narrow persistent tile, which reads once, wins."""
+    rblock = next_power_of_2(rnumel)
+    if layout == "inner" or passes > 1:
+        return rblock <= PERSISTENT_LIMIT
+    return rblock <= 256
+
+
+def persistent_warps(elements: int, loads: int) -> int:
+    """Warps for a persistent tile of `elements`: as many as keep at least 8 elements
+    a thread (so that each thread's loads are 16 bytes wide and several are in
+    flight) and MIN_RESIDENT programs a multiprocessor, by an estimate of the
+    registers a thread needs: the elements of each row it loads, plus bookkeeping."""
+    for warps in (16, 8, 4, 2, 1):
+        per_thread = elements // (32 * warps)
+        registers = loads * per_thread + 24
+        if per_thread >= 8 and REGISTERS // (registers * 32 * warps) >= MIN_RESIDENT:
+            return warps
+    # a tile too large for two programs a multiprocessor: all the warps one can have,
+    # at up to 64 elements a thread
+    return max(1, min(32, elements // (32 * 64)))
+
+
+def reduction_tile(xnumel: int, rnumel: int, layout: str = "inner", splittable: bool = False,
+                   loads: int = 1, passes: int = 1) -> Tile:
+    """The heuristic tile; a split one only for a kernel that can be split. `loads`:
+    rows the kernel loads; `passes`: loops a looped variant would make over R."""
     rblock = next_power_of_2(rnumel)
     xcap = next_power_of_2(xnumel)
-    if rblock <= PERSISTENT_LIMIT:
-        xblock = min(max(1, TILE_ELEMENTS // rblock), xcap, 1024)
-        return Tile(True, xblock, rblock, _warps(xblock * rblock))
-    if inner:
+    split = split_of(xnumel, rnumel, layout) if splittable else 1
+    if split > 1:
+        return _split_tile(xnumel, rnumel, layout, split)
+    if persistent_fits(rnumel, layout, passes):
+        # inner rows: about 1024 elements a tile (one row of 1024 or more, 8 elements a
+        # thread); outer or mixed rows: a few columns, whole
+        if layout == "inner":
+            xblock = min(max(1, 1024 // rblock), xcap, 1024)
+        elif rblock <= 256:
+            xblock = min(max(32, 4096 // rblock), xcap, 1024)
+        else:
+            # columns of 4 (16 bytes) for rows up to 4096, 8 for longer ones: H200, a
+            # softmax over dim 0 of [8192, 4096]: 202 us at 8 columns, 281 at 4, 422 at 2
+            xblock = min(8 if rblock >= 8192 else max(4, 16384 // rblock), xcap)
+        return Tile(True, xblock, rblock, persistent_warps(xblock * rblock, loads))
+    if layout == "inner":
         return Tile(False, 1, 2048, 8)
-    xblock = min(64, xcap)
-    return Tile(False, xblock, 64, _warps(xblock * 64))
+    xblock = min(64 if layout == "outer" else 32, xcap)
+    rblock = 64 if layout == "outer" else 32
+    return Tile(False, xblock, rblock, _warps(xblock * rblock))
+
+
+def reduction_configs(xnumel: int, rnumel: int, layout: str, splittable: bool, loads: int = 1, passes: int = 1) -> list[Tile]:
+    """The heuristic tile first, then the alternatives max-autotune times (only tiles
+    whose variant, persistent or looped, the kernel has: `persistent_fits` decides)."""
+    best = reduction_tile(xnumel, rnumel, layout, splittable, loads, passes)
+    out = [best]
+    rblock = next_power_of_2(rnumel)
+    xcap = next_power_of_2(xnumel)
+    if best.split > 1:
+        for split in (best.split // 2, best.split * 2):
+            if split > 1 and rnumel // split >= best.rblock:
+                out.append(best._replace(split=split))
+        out.append(reduction_tile(xnumel, rnumel, layout, False, loads, passes))
+        return _unique(out)
+    if persistent_fits(rnumel, layout, passes):
+        for xblock in (best.xblock // 2, best.xblock, best.xblock * 2):
+            if 1 <= xblock <= xcap and xblock * rblock <= 4 * TILE_ELEMENTS:
+                for warps in (best.num_warps // 2, best.num_warps, best.num_warps * 2):
+                    if 1 <= warps <= 16 and xblock * rblock >= 32 * warps:
+                        out.append(Tile(True, xblock, rblock, warps))
+    elif layout == "inner":
+        for r, w in ((1024, 4), (4096, 8), (4096, 16)):
+            out.append(Tile(False, 1, r, w))
+    else:
+        for x, r, w in ((64, 64, 8), (32, 64, 4), (32, 32, 4), (128, 32, 8), (16, 128, 4)):
+            out.append(Tile(False, min(x, xcap), r, w))
+    return _unique(out)[:8]
+
+
+def split_of(xnumel: int, rnumel: int, layout: str) -> int:
+    """How many chunks each row is cut into: 1 (no split) unless the rows are long
+    and too few to fill the GPU; then enough chunks for FILL_PROGRAMS programs, each
+    reducing at least MIN_SPLIT_ELEMENTS elements and one RBLOCK."""
+    if rnumel < SPLIT_MIN_RNUMEL or xnumel == 0:
+        return 1
+    tile = _split_tile(xnumel, rnumel, layout, 2)
+    programs = -(-xnumel // tile.xblock)
+    if programs >= FILL_PROGRAMS // 4:
+        return 1
+    split = next_power_of_2(-(-FILL_PROGRAMS // programs))
+    while split > 1 and (rnumel // split < tile.rblock or (rnumel // split) * tile.xblock < MIN_SPLIT_ELEMENTS):
+        split //= 2
+    return min(split, 1024)
+
+
+def _split_tile(xnumel: int, rnumel: int, layout: str, split: int) -> Tile:
+    if layout == "inner":
+        return Tile(False, 1, 2048, 8, split)
+    xblock = min(64, next_power_of_2(xnumel))
+    return Tile(False, xblock, 64, _warps(xblock * 64), split)
+
+
+def _unique(tiles: list[Tile]) -> list[Tile]:
+    seen: dict[Tile, None] = {}
+    for t in tiles:
+        seen.setdefault(t, None)
+    return list(seen)

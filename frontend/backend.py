@@ -23,10 +23,9 @@ from strata.frontend.compile_graph import compile_graph
 def make_backend(mode: str | None = None, options: dict[str, Any] | None = None):
     """A Dynamo backend with these settings (options are checked now, not at first call)."""
     resolved = opts.resolve(mode, options)
-    compiler = functools.partial(_compile_graph_with, resolved)
     backend = aot_autograd(
-        fw_compiler=compiler,
-        bw_compiler=compiler,
+        fw_compiler=functools.partial(_compile_graph_with, resolved, "forward"),
+        bw_compiler=functools.partial(_compile_graph_with, resolved, "backward"),
         # What the forward saves for the backward: a min-cut that recomputes cheap
         # pointwise values instead of keeping them alive.
         partition_fn=min_cut_rematerialization_partition,
@@ -36,8 +35,8 @@ def make_backend(mode: str | None = None, options: dict[str, Any] | None = None)
     return backend
 
 
-def _compile_graph_with(options: dict[str, Any], gm: torch.fx.GraphModule, example_inputs):
-    return compile_graph(gm, example_inputs, options)
+def _compile_graph_with(options: dict[str, Any], kind: str, gm: torch.fx.GraphModule, example_inputs):
+    return compile_graph(gm, example_inputs, options, kind)
 
 
 def strata_backend(gm: torch.fx.GraphModule, example_inputs, mode: str | None = None, options: dict[str, Any] | None = None):

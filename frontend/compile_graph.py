@@ -4,10 +4,18 @@ This is the function AOTAutograd calls for each forward (and backward) graph. A 
 strata cannot represent at all runs eagerly, with one warning saying why; an op no
 lowering covers runs as its eager kernel; a kernel a code generator rejects runs in the
 kernel interpreter. Each of those is announced once, and none changes a result.
+
+Everything here can be watched: each pass logs ops in and out and its time
+(STRATA_LOGS=passes), each kernel its code generation and cache hit or miss
+(`codegen`, `cache`), each graph a summary (`graphs`); strata.explain collects the
+same summaries as data (frontend/report.py). A pass or code generator that raises is
+reported as a CompileError naming the pass, the op and the user's source line.
 """
 
 from __future__ import annotations
 
+import itertools
+import logging
 import time
 import warnings
 from collections.abc import Callable, Sequence
@@ -15,19 +23,32 @@ from typing import Any
 
 import torch
 import torch.fx
+from xdsl.dialects import func
 from xdsl.dialects.builtin import ModuleOp
 
 from strata.dialects import aten
 from strata.dialects import kernel as kd
 from strata.dialects.context import strata_context
+from strata.frontend import logs
+from strata.frontend import report as reports
+from strata.frontend.errors import CompileError, describe_failure, describe_kernel_failure, failing_op
 from strata.frontend.importer import UnsupportedGraph, import_graph
 from strata.frontend.trace import Trace
+from strata.passes.decompose import recording_declines
+from strata.passes.fusion.traffic import graph_bytes, program_bytes
 from strata.passes.registry import PASSES
+from strata.runtime import cache, cuda_graphs
 from strata.runtime.compiled_graph import CompiledGraph
 
+__all__ = ["CompileError", "compile_graph", "run_pipeline"]
 
-class CompileError(Exception):
-    """A pass failed on a graph; the message names the pass and the op."""
+passes_log = logs.logger("passes")
+ir_log = logs.logger("ir")
+codegen_log = logs.logger("codegen")
+cache_log = logs.logger("cache")
+code_log = logs.logger("output_code")
+
+_graph_numbers = itertools.count()
 
 
 def device_of(example_inputs: Sequence[Any]) -> torch.device:
@@ -37,75 +58,179 @@ def device_of(example_inputs: Sequence[Any]) -> torch.device:
     return torch.device("cpu")
 
 
-def run_pipeline(module: ModuleOp, names: Sequence[str], verify: bool = True, trace: Trace | None = None) -> dict[str, float]:
+def run_pipeline(
+    module: ModuleOp,
+    names: Sequence[str],
+    verify: bool = True,
+    trace: Trace | None = None,
+    report: reports.GraphReport | None = None,
+) -> dict[str, float]:
     """Runs the named passes in order; returns the seconds each took."""
     ctx = strata_context()
     times: dict[str, float] = {}
+    count = passes_log.isEnabledFor(logging.INFO) or report is not None
     for name in names:
         if name not in PASSES:
             raise ValueError(f"unknown pass {name!r}; strata's passes are: {', '.join(PASSES)}")
-        if name == "fuse" and trace is not None:
-            trace.level("1_prim", module)
+        if name == "fuse":
+            if trace is not None:
+                trace.level("1_prim", module)
+            if report is not None:
+                report.ops["prim"] = reports.count_ops(module)
+                report.bytes_unfused = _graph_bytes(module, report)
+        before = reports.count_ops(module) if count else None
         start = time.perf_counter()
         try:
             PASSES[name]()().apply(ctx, module)
             if verify:
                 module.verify()
         except Exception as e:
-            raise CompileError(f"pass {name!r} failed: {e}") from e
-        times[name] = times.get(name, 0.0) + time.perf_counter() - start
+            raise describe_failure(f"pass {name!r}", e, failing_op(e)) from e
+        seconds = time.perf_counter() - start
+        times[name] = times.get(name, 0.0) + seconds
+        if report is not None:
+            report.pass_times.append((name, seconds))
+        if before is not None and passes_log.isEnabledFor(logging.INFO):
+            passes_log.info("%s: %s in %s", name, _ops_change(before, reports.count_ops(module)), logs.ms(seconds))
+        if ir_log.isEnabledFor(logging.INFO):
+            ir_log.info("after %s:\n%s", name, module)
     return times
 
 
-def kernel_compiler(codegen: str, device: torch.device, trace: Trace) -> Callable[[kd.FuncOp], Any]:
+def _ops_change(before: dict[str, int], after: dict[str, int]) -> str:
+    """`183 ops -> 412 ops (aten 183 -> 2, prim 0 -> 410)`."""
+    total = f"{sum(before.values())} ops -> {sum(after.values())} ops"
+    changed = [
+        f"{d} {before.get(d, 0)} -> {after.get(d, 0)}"
+        for d in sorted(set(before) | set(after))
+        if before.get(d, 0) != after.get(d, 0)
+    ]
+    return total + (f" ({', '.join(changed)})" if changed else ", unchanged")
+
+
+def _graph_bytes(module: ModuleOp, report: reports.GraphReport) -> reports.Bytes | None:
+    fns = [op for op in module.ops if isinstance(op, func.FuncOp)]
+    return reports.as_bytes(graph_bytes(fns[0]), report.symbols) if fns else None
+
+
+def kernel_compiler(
+    codegen: str, device: torch.device, trace: Trace, report: reports.GraphReport | None = None, max_autotune: bool = False
+) -> Callable[[kd.FuncOp], Any]:
     """compile_kernel for the chosen back end, falling back to the kernel interpreter."""
     from strata.codegen.errors import CodegenError
-    from strata.runtime.kernel_interpreter import run_kernel
 
     if codegen == "triton":
         from strata.codegen.triton_gpu import compile_kernel as triton_compile
 
         def generate(func: kd.FuncOp):
-            return triton_compile(func, device=device.type)
+            return triton_compile(func, device=device.type, max_autotune=max_autotune)
 
         suffix = ".py"
     else:
         from strata.codegen.llvm_cpu import compile_kernel as generate
 
         suffix = ".ll"
+    kernels = {k.name: k for k in report.kernels} if report is not None else {}
 
     def compile_kernel(func: kd.FuncOp):
+        name = func.sym_name.data
+        entry = kernels.get(name)
+        writes = cache.writes
+        start = time.perf_counter()
         try:
             compiled = generate(func)
         except CodegenError as e:
-            warnings.warn(f"strata: {codegen} cannot compile kernel {func.sym_name.data} ({e}); it runs in the kernel interpreter")
+            warnings.warn(
+                f"strata: {codegen} cannot compile kernel {name} ({e}); it runs in the kernel interpreter"
+                f" [kernel from {', '.join(func.source_ops)}]"
+            )
+            codegen_log.info("%s: %s cannot compile it (%s); it runs in the kernel interpreter", name, codegen, e)
+            if entry is not None:
+                entry.codegen, entry.interpreted = codegen, str(e)
+            from strata.runtime.kernel_interpreter import run_kernel  # xDSL's interpreters: slow to import
+
             return lambda buffers, symbols: run_kernel(func, buffers, symbols)
-        trace.kernel(func.sym_name.data, compiled.source, suffix)
+        except Exception as e:
+            raise describe_kernel_failure(codegen, func, e) from e
+        seconds = time.perf_counter() - start
+        hit = cache.writes == writes
+        # A kernel read from the cache has no source until asked for (LLVM: generating
+        # it costs more than the rest of a warm compile), so only count when logged.
+        wanted = entry is not None or codegen_log.isEnabledFor(logging.INFO)
+        lines = compiled.source.count("\n") + 1 if wanted else 0
+        codegen_log.info("%s: %s, %d lines, in %s; from %s", name, codegen, lines, logs.ms(seconds), ", ".join(func.source_ops))
+        cache_log.info("%s: %s (%s)", name, "hit" if hit else "miss: generated and stored", codegen)
+        if code_log.isEnabledFor(logging.INFO):
+            code_log.info("%s (%s):\n%s", name, codegen, compiled.source)
+        if entry is not None:
+            entry.codegen, entry.compile_s, entry.cache, entry.lines = codegen, seconds, "hit" if hit else "miss", lines
+        if trace.folder is not None:
+            trace.kernel(name, compiled.source, suffix)
         return compiled
 
     return compile_kernel
 
 
-def compile_graph(gm: torch.fx.GraphModule, example_inputs: Sequence[Any], options: dict[str, Any]) -> Callable:
+def compile_graph(gm: torch.fx.GraphModule, example_inputs: Sequence[Any], options: dict[str, Any], kind: str = "forward") -> Callable:
     """The compiled callable for an ATen graph (boxed: it takes a list of arguments)."""
+    number = next(_graph_numbers)
+    compile_id = _compile_id()
+    label = f"graph {number}" + (f" ({compile_id})" if compile_id else "")
+    with logs.graph_context(label):
+        return _compile(gm, example_inputs, options, number, compile_id, kind)
+
+
+def _compile(gm, example_inputs, options, number: int, compile_id: str | None, kind: str) -> Callable:
+    label = logs.current_graph.get()
+    started = time.perf_counter()
+    report = reports.GraphReport(number, kind, compile_id, reports.captured_function(gm)) if reports.wanted() else None
+    if _is_recompile():
+        logs.logger("graphs").info("a recompile (Dynamo compile %s): TORCH_LOGS=recompiles says which guard failed", compile_id)
     try:
         imported = import_graph(gm)
     except UnsupportedGraph as e:
         warnings.warn(f"strata: this graph runs eagerly: {e}")
+        if report is not None:
+            report.eager_reason = str(e)
+            report.total_s = time.perf_counter() - started
+            reports.publish(report)
         return _boxed(lambda args: _as_list(gm(*args)))
 
-    trace = Trace(options)
+    trace = Trace(options, number)
     module = imported.module
+    if report is not None:
+        report.import_s = time.perf_counter() - started
+        report.symbols = reports.symbol_hints(gm)
+        report.ops["aten"] = reports.count_ops(module)
+        report.bytes_eager = _graph_bytes(module, report)
     trace.level("0_aten", module)
     names = [n.strip() for n in options["pipeline"].split(",") if n.strip()]
-    run_pipeline(module, names, options["verify"], trace)
+    with recording_declines() as declines:
+        run_pipeline(module, names, options["verify"], trace, report)
     trace.level("2_kernel", module)
+    if report is not None:
+        report.ops["kernel"] = reports.count_ops(module)
+        programs = [op for op in module.ops if isinstance(op, kd.ProgramOp)]
+        if programs:
+            report.bytes_fused = reports.as_bytes(program_bytes(programs[0]), report.symbols)
+            reports.fill_program(report, module, declines)
+    if options.get("trace.graph_diagram"):
+        try:
+            trace.diagram(module, declines)
+        except Exception as e:  # a picture must never cost the compile
+            warnings.warn(f"strata: trace.graph_diagram could not draw {label}: {type(e).__name__}: {e}")
 
     device = device_of(example_inputs)
     codegen = options["codegen"] or ("triton" if device.type == "cuda" else "llvm")
-    _warn_fallbacks(module)
-    compiled = CompiledGraph(module, kernel_compiler(codegen, device, trace), device)
-    return _boxed(graph_outputs(compiled, imported))
+    _warn_fallbacks(module, declines)
+    codegen_start = time.perf_counter()
+    compiled = CompiledGraph(module, kernel_compiler(codegen, device, trace, report, options["max_autotune"]), device)
+    if report is not None:
+        report.codegen_s = time.perf_counter() - codegen_start
+        report.total_s = time.perf_counter() - started
+        reports.publish(report)
+    call = graph_outputs(compiled, imported)
+    return _boxed(cuda_graphs.wrap(call, device, kind) if options["triton.cudagraphs"] else call)
 
 
 def graph_outputs(compiled: CompiledGraph, imported) -> Callable[[list], list]:
@@ -134,10 +259,38 @@ def graph_outputs(compiled: CompiledGraph, imported) -> Callable[[list], list]:
     return call
 
 
-def _warn_fallbacks(module: ModuleOp) -> None:
-    names = sorted({op.overload_name for op in module.walk() if isinstance(op, aten.AtenOp)})
-    for name in names:
-        warnings.warn(f"strata: no lowering covers {name}; it runs as the eager kernel")
+def _current_compile_id():
+    try:
+        from torch._guards import CompileContext
+
+        return CompileContext.current_compile_id()
+    except Exception:  # outside Dynamo (a graph compiled by hand)
+        return None
+
+
+def _compile_id() -> str | None:
+    """Dynamo's id of the frame compile this graph belongs to (`0/0`: frame 0, first
+    compile), as its logs and TORCH_LOGS print it."""
+    cid = _current_compile_id()
+    return str(cid) if cid is not None else None
+
+
+def _is_recompile() -> bool:
+    cid = _current_compile_id()
+    return bool(getattr(cid, "frame_compile_id", 0))
+
+
+def _warn_fallbacks(module: ModuleOp, declines: list[tuple[str, str | None, str]]) -> None:
+    ops: dict[str, aten.AtenOp] = {}
+    for op in module.walk():
+        if isinstance(op, aten.AtenOp):
+            ops.setdefault(op.overload_name, op)
+    for name in sorted(ops):
+        op = ops[name]
+        reason = reports.fallback_reason(op, declines)
+        source = reports.source_text(op)
+        where = f" at {source.partition(' @ ')[2]}" if source and " @ " in source else ""
+        warnings.warn(f"strata: no lowering covers {name} ({reason}){where}; it runs as the eager kernel")
 
 
 def _as_list(out: Any) -> list:

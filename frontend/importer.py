@@ -27,6 +27,7 @@ from xdsl.ir import Attribute, Block, Region, SSAValue
 from strata.dialects import aten
 from strata.dialects.prim import dims_attr
 from strata.dialects.types import TensorType, dtype_name, from_torch_sympy
+from strata.passes.provenance import parse_source
 
 
 class UnsupportedGraph(Exception):
@@ -111,7 +112,11 @@ def import_graph(gm: torch.fx.GraphModule) -> ImportedGraph:
             break
         if n.op != "call_function":
             raise UnsupportedGraph(f"FX node kind '{n.op}' ({n.target})")
-        _import_call(builder, env, n)
+        try:
+            _import_call(builder, env, n)
+        except UnsupportedGraph as e:  # name the user's line, where Dynamo recorded it
+            where = parse_source(_source_of(n)).location
+            raise UnsupportedGraph(f"{e} (at {where})" if where else str(e)) from None
 
     builder.insert(func.ReturnOp(*outputs))
     fn = func.FuncOp(

@@ -17,6 +17,9 @@ OPTIONS: dict[str, tuple[Any, str]] = {
     "pipeline": (",".join(DEFAULT_PIPELINE), "the passes run on each graph, by name, comma-separated"),
     "trace.enabled": (False, "write each graph's IR after every level and its kernels to trace.dir"),
     "trace.dir": (None, "where traces go (default: ./strata_trace)"),
+    "trace.graph_diagram": (False, "draw each fused graph (kernels, library calls, eager fallbacks, buffers) "
+                                   "as graph.dot, .svg and .png in the trace folder (needs graphviz's dot "
+                                   "for .svg and .png); turns tracing on"),
     "max_autotune": (False, "tune kernel configurations by timing them (set by the max-autotune modes)"),
     "triton.cudagraphs": (False, "replay compiled graphs as CUDA graphs (set by reduce-overhead and max-autotune)"),
     "epilogue_fusion": (True, "fuse pointwise epilogues into matmul templates under max_autotune"),

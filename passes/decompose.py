@@ -3,17 +3,23 @@
 An op without a rule, or whose rule declines, stays as it is and later runs eagerly.
 What a rule builds replaces the op only if every new op verifies and each replacement
 has the op's declared result type: a rule's mistake costs a fallback, never a wrong
-result. Declines are logged at debug level with their reason.
+result. Declines are logged at debug level with their reason (STRATA_LOGS=+passes),
+and reported to whoever listens through `DECLINES` (the compiler, for its warnings
+and for strata.explain).
 """
 
 from __future__ import annotations
 
+import contextlib
+import contextvars
 import logging
+from collections import Counter
+from collections.abc import Iterator
 from dataclasses import dataclass
 
 from xdsl.context import Context
 from xdsl.dialects import func
-from xdsl.dialects.builtin import ModuleOp
+from xdsl.dialects.builtin import ModuleOp, StringAttr
 from xdsl.ir import SSAValue
 from xdsl.passes import ModulePass
 from xdsl.rewriter import InsertPoint, Rewriter
@@ -23,8 +29,25 @@ from strata.dialects.aten import AtenOp
 from strata.dialects.prim import types_match
 from strata.passes.decompositions import RULES
 from strata.passes.decompositions.builder import Decline, PrimBuilder
+from strata.passes.provenance import blame, source_of
 
 log = logging.getLogger(__name__)
+
+# (overload, strata.source text or None, reason) for each op that stays aten, appended
+# to the list that `recording_declines` sets up; None when nobody listens.
+DECLINES: contextvars.ContextVar[list[tuple[str, str | None, str]] | None] = contextvars.ContextVar(
+    "strata_declines", default=None
+)
+
+
+@contextlib.contextmanager
+def recording_declines() -> Iterator[list[tuple[str, str | None, str]]]:
+    declines: list[tuple[str, str | None, str]] = []
+    token = DECLINES.set(declines)
+    try:
+        yield declines
+    finally:
+        DECLINES.reset(token)
 
 
 @dataclass(frozen=True)
@@ -32,13 +55,28 @@ class DecomposePass(ModulePass):
     name = "decompose"
 
     def apply(self, ctx: Context, op: ModuleOp) -> None:
+        sink = DECLINES.get()
+        done: Counter[str] = Counter()
         for fn in op.ops:
             if isinstance(fn, func.FuncOp):
                 for inner in list(fn.body.walk()):
                     if isinstance(inner, AtenOp):
-                        reason = decompose(inner)
-                        if reason is not None:
-                            log.debug("decompose: %s stays aten: %s", inner.name, reason)
+                        name = inner.name
+                        try:
+                            reason = decompose(inner)
+                        except Exception as e:
+                            blame(e, inner)  # the error message names the op and its source
+                            raise
+                        if reason is None:
+                            done[name] += 1
+                            continue
+                        source = inner.attributes.get("strata.source")
+                        if log.isEnabledFor(logging.DEBUG):
+                            log.debug("%s stays aten: %s", source_of(inner) or name, reason)
+                        if sink is not None:
+                            sink.append((inner.overload_name, source.data if isinstance(source, StringAttr) else None, reason))
+        if done and log.isEnabledFor(logging.DEBUG):
+            log.debug("rewrote %s", ", ".join(f"{n} x{c}" if c > 1 else n for n, c in sorted(done.items())))
 
 
 def decompose(op: AtenOp) -> str | None:

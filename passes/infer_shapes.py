@@ -42,6 +42,9 @@ from xdsl.utils.exceptions import PassFailedException
 from strata.dialects.aten import AtenOp, decode, torch_overload
 from strata.dialects.prim import PrimOp, types_match
 from strata.dialects.types import TensorType, dtype_name, from_torch_sympy, sym
+from strata.passes.provenance import blame
+
+log = logging.getLogger(__name__)
 
 # Torch cannot say what these produce without data; the declared types stand.
 _UNKNOWABLE = (
@@ -59,7 +62,13 @@ class InferShapesPass(ModulePass):
     def apply(self, ctx: Context, op: ModuleOp) -> None:
         for fn in op.ops:
             if isinstance(fn, func.FuncOp):
-                infer_function(fn)
+                if log.isEnabledFor(logging.DEBUG):
+                    before = [(o, list(o.result_types)) for o in fn.body.walk()]
+                    infer_function(fn)
+                    changed = sum(list(o.result_types) != types for o, types in before)
+                    log.debug("%d of %d ops got result types rewritten to the inferred (canonical) form", changed, len(before))
+                else:
+                    infer_function(fn)
 
 
 def infer_function(fn: func.FuncOp) -> None:
@@ -69,12 +78,16 @@ def infer_function(fn: func.FuncOp) -> None:
     for t in fn.function_type.inputs:
         meta.note_symbols(t)
     for op in fn.body.walk():
-        if isinstance(op, PrimOp):
-            _reconcile(op, [_prim_type(op)], exact=True)
-        elif isinstance(op, AtenOp):
-            types, exact = meta.result_types(op)
-            _reconcile(op, types, exact)
-        elif isinstance(op, func.ReturnOp):
+        try:
+            if isinstance(op, PrimOp):
+                _reconcile(op, [_prim_type(op)], exact=True)
+            elif isinstance(op, AtenOp):
+                types, exact = meta.result_types(op)
+                _reconcile(op, types, exact)
+        except Exception as e:
+            blame(e, op)  # the error message names the op and its source
+            raise
+        if isinstance(op, func.ReturnOp):
             fn.function_type = FunctionType.from_lists(
                 fn.function_type.inputs.data, [v.type for v in op.arguments]
             )

@@ -42,13 +42,33 @@ PASSES: dict[str, Callable[[], type[ModulePass]]] = {
 DEFAULT_PIPELINE = ("infer-shapes", "decompose", "simplify", "infer-shapes", "fuse")
 
 
-def get_universe():
-    """xDSL's plugin hook: strata's dialects and passes for the stock xdsl-opt."""
+# strata's dialects by name; each loads on first use (see dialects/context.py).
+DIALECT_NAMES = ("strata", "aten", "prim", "kernel")
+
+
+def _dialect(name: str):
+    def load():
+        from strata.dialects.context import strata_dialects
+
+        return next(d for d in strata_dialects() if d.name == name)
+
+    return load
+
+
+def _strata_universe():
+    """strata's dialects and passes, as xDSL's plugin mechanism wants them.
+
+    `Universe.get_multiverse` loads each `xdsl.universe` entry point and requires a
+    `Universe` *instance* there: a function is rejected with a ValueError that breaks
+    every run of the stock xdsl-opt. So the entry point names the instance below,
+    whose dialects and passes load lazily, like xDSL's own."""
     from xdsl.universe import Universe
 
-    from strata.dialects.context import strata_dialects
-
     return Universe(
-        all_dialects={d.name: (lambda d=d: d) for d in strata_dialects()},
+        all_dialects={n: _dialect(n) for n in DIALECT_NAMES},
         all_passes=dict(PASSES),
     )
+
+
+# The `xdsl.universe` entry point (pyproject.toml: "strata.passes.registry:get_universe").
+get_universe = _strata_universe()

@@ -8,6 +8,7 @@ random one (whose draws move the generator that later ops read), always stays.
 
 from __future__ import annotations
 
+import logging
 from dataclasses import dataclass
 
 import torch
@@ -30,23 +31,40 @@ from strata.dialects import prim
 from strata.dialects.aten import AtenOp, torch_overload
 from strata.dialects.types import TensorType
 
+log = logging.getLogger(__name__)
+
 
 @dataclass(frozen=True)
 class SimplifyPass(ModulePass):
     name = "simplify"
 
     def apply(self, ctx: Context, op: ModuleOp) -> None:
+        debug = log.isEnabledFor(logging.DEBUG)
+        before = _count_ops(op) if debug else 0
         PatternRewriteWalker(
             GreedyRewritePatternApplier(
                 [FoldBroadcast(), FoldConvert(), FoldPermute(), FoldReshape()]
             ),
             apply_recursively=True,
         ).rewrite_module(op)
+        folded = before - _count_ops(op) if debug else 0
+        merged = deleted = 0
         for fn in op.ops:
             if isinstance(fn, func.FuncOp):
                 for block in fn.body.blocks:
-                    eliminate_common_subexpressions(block)
-                    eliminate_dead_code(block)
+                    merged += eliminate_common_subexpressions(block)
+                    deleted += eliminate_dead_code(block)
+        if debug:
+            log.debug(
+                "folds removed %d ops (identity views and conversions, view chains); cse merged %d; dce deleted %d",
+                folded,
+                merged,
+                deleted,
+            )
+
+
+def _count_ops(module: ModuleOp) -> int:
+    return sum(1 for _ in module.walk())
 
 
 # ---------------------------------------------------------------- folds
@@ -131,11 +149,12 @@ class FoldReshape(RewritePattern):
 
 
 # ---------------------------------------------------------------- cse and dce
-def eliminate_common_subexpressions(block: Block) -> None:
+def eliminate_common_subexpressions(block: Block) -> int:
     """Merges side-effect-free ops with equal names, properties, operands and result
     types. Unlike xDSL's cse it ignores attributes: ops from two aten ops differ in
-    their `strata.source` and are still one computation."""
+    their `strata.source` and are still one computation. Returns how many it merged."""
     seen: dict[tuple, Operation] = {}
+    merged = 0
     for op in list(block.ops):
         if op.regions or not op.results or not is_side_effect_free(op):
             continue
@@ -145,13 +164,19 @@ def eliminate_common_subexpressions(block: Block) -> None:
             for old, new in zip(op.results, first.results):
                 old.replace_all_uses_with(new)
             Rewriter.erase_op(op)
+            merged += 1
+    return merged
 
 
-def eliminate_dead_code(block: Block) -> None:
-    """Deletes unused ops that are safe to drop, last first, so chains go at once."""
+def eliminate_dead_code(block: Block) -> int:
+    """Deletes unused ops that are safe to drop, last first, so chains go at once.
+    Returns how many it deleted."""
+    deleted = 0
     for op in reversed(list(block.ops)):
         if op.results and all(not r.uses for r in op.results) and _droppable(op):
             Rewriter.erase_op(op)
+            deleted += 1
+    return deleted
 
 
 def _droppable(op: Operation) -> bool:

@@ -4,22 +4,32 @@ A key is the sha256 of the kernel's IR text, the back end, and the versions of t
 tools that turn it into code, so a new torch, triton, llvmlite or strata never reads a
 stale entry. Entries are written to a temporary name and renamed into place, so a
 reader never sees half a file; an entry that fails to load is a miss, not a crash.
+Reads and writes are logged under `strata.cache` at DEBUG (STRATA_LOGS=+cache); the
+compiler logs each kernel's hit or miss at INFO, telling them apart by `writes`.
 """
 
 from __future__ import annotations
 
 import hashlib
+import logging
 import os
 import tempfile
 from pathlib import Path
 
+import functools
+from importlib import metadata
+
 import llvmlite
 import torch
-import triton
 
 import strata
 
 CACHE_VERSION = "1"
+
+log = logging.getLogger("strata.cache")
+
+# Entries this process has written (or tried to): a compile that wrote none was a hit.
+writes = 0
 
 
 def cache_dir() -> Path:
@@ -30,9 +40,19 @@ def cache_dir() -> Path:
     return Path(root)
 
 
+@functools.cache
+def _triton_version() -> str:
+    """Triton's version, read from its package metadata: importing triton itself takes
+    a sixth of a second, which a CPU compile would pay for nothing."""
+    try:
+        return metadata.version("triton")
+    except metadata.PackageNotFoundError:
+        return "none"
+
+
 def cache_key(*parts: str) -> str:
     h = hashlib.sha256()
-    for p in (CACHE_VERSION, strata.__version__, torch.__version__, triton.__version__, llvmlite.__version__, *parts):
+    for p in (CACHE_VERSION, strata.__version__, torch.__version__, _triton_version(), llvmlite.__version__, *parts):
         h.update(p.encode())
         h.update(b"\0")
     return h.hexdigest()[:40]
@@ -41,12 +61,17 @@ def cache_key(*parts: str) -> str:
 def read(kind: str, key: str, suffix: str) -> bytes | None:
     path = cache_dir() / kind / f"{key}{suffix}"
     try:
-        return path.read_bytes()
+        data = path.read_bytes()
     except OSError:
+        log.debug("miss: %s", path)
         return None
+    log.debug("hit: %s", path)
+    return data
 
 
 def write(kind: str, key: str, suffix: str, data: bytes) -> Path:
+    global writes
+    writes += 1
     folder = cache_dir() / kind
     folder.mkdir(parents=True, exist_ok=True)
     path = folder / f"{key}{suffix}"
@@ -54,6 +79,7 @@ def write(kind: str, key: str, suffix: str, data: bytes) -> Path:
     with os.fdopen(fd, "wb") as f:
         f.write(data)
     os.replace(tmp, path)
+    log.debug("stored %d bytes: %s", len(data), path)
     return path
 
 

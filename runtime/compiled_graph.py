@@ -1,11 +1,14 @@
 """A `kernel.program` as a Python callable.
 
-At construction every step of the program becomes a closure over precomputed data
-(the compiled kernel, the symbol list, the output shapes as compiled lambdas), so a call
-binds the shape symbols once and runs the steps: allocate a launch's outputs and call
-its kernel; run a library call or view (prim reference = torch); run an eager fallback
-(aten op). Inputs laid out differently from what the kernels were compiled for are
-copied into that layout first.
+At construction every step of the program becomes a closure over precomputed data, so
+that a call does as little Python as possible: values live in a list of registers (one
+slot per SSA value, numbered at construction), the shape symbols are bound by a plan
+made in advance (which argument dim gives which symbol), and each step reads and
+writes registers: allocate a launch's outputs and call its kernel (compiled kernels
+through their raw entry point); run a library call or view (torch; views, mm and bmm
+of static shapes with their arguments worked out once, the others through the prim
+op's reference); run an eager fallback (aten op). Inputs laid out differently from what
+the kernels were compiled for are copied into that layout first.
 """
 
 from __future__ import annotations
@@ -21,11 +24,11 @@ from xdsl.ir import SSAValue
 
 from strata.dialects import aten
 from strata.dialects import kernel as kd
+from strata.dialects import prim
 from strata.dialects.prim import PrimOp
 from strata.dialects.types import DTYPES, Dim, TensorType, bound_symbols, sym
-from strata.runtime.bindings import bind_symbols
 
-Step = Callable[[dict, dict], None]
+Step = Callable[[list, dict], None]
 
 
 def size_fn(dims: Sequence[Dim]) -> Callable[[dict[str, int]], list[int]]:
@@ -37,6 +40,12 @@ def size_fn(dims: Sequence[Dim]) -> Callable[[dict[str, int]], list[int]]:
     names = sorted({s.name for e in exprs for s in e.free_symbols})
     f = sympy.lambdify([sympy.Symbol(n, integer=True, nonnegative=True) for n in names], exprs, modules="math")
     return lambda env: [int(v) for v in f(*(env[n] for n in names))]
+
+
+def _static(dims: Sequence[Dim]) -> list[int] | None:
+    """dims as ints, or None if one of them names a shape symbol."""
+    exprs = [sym(d) for d in dims]
+    return [int(e) for e in exprs] if all(e.is_Integer for e in exprs) else None
 
 
 @dataclass
@@ -53,78 +62,237 @@ class CompiledGraph:
         funcs = {op.sym_name.data: op for op in self.module.ops if isinstance(op, kd.FuncOp)}
         self.arg_types = [a.type for a in self.program.block.args]
         self.arg_symbols = self.program.symbol_names
-        self.arg_layout = [
-            (size_fn(t.dims), size_fn(s)) if isinstance(t, TensorType) else None
+        self._slots: dict[SSAValue, int] = {}
+        self._arguments = [self._slot(a) for a in self.program.block.args]
+        self._binders = self._binding_plan()
+        self._layouts = [
+            _layout_check(t, s) if isinstance(t, TensorType) else None
             for t, s in zip(self.arg_types, self.program.strides)
         ]
         self.steps: list[Step] = []
+        step_ops = []
         for op in self.program.block.ops:
             if isinstance(op, kd.LaunchOp):
                 self.steps.append(self._launch_step(op, funcs[op.callee.string_value()]))
             elif isinstance(op, kd.ReturnOp):
                 self.results = list(op.values)
+                self._result_slots = [self._slot(v) for v in op.values]
+                continue
             elif isinstance(op, aten.AtenOp):
                 self.steps.append(self._eager_step(op))
             elif isinstance(op, PrimOp):
                 self.steps.append(self._library_step(op))
             else:
                 raise ValueError(f"the runtime cannot run {op.name}")
+            step_ops.append(op)
+        self._registers = len(self._slots)
+        self._plan = self._with_frees(step_ops)
+
+    def _with_frees(self, step_ops: list) -> list[tuple[Step, tuple[int, ...]]]:
+        """Each step with the registers to drop after it: the values no later step reads
+        and the graph does not return, so that their memory goes back to the allocator
+        at once (the next outputs reuse it while it is still in cache), as in eager."""
+        last: dict[int, int] = {}
+        for i, op in enumerate(step_ops):
+            for v in op.operands:
+                last[self._slot(v)] = i
+            for v in op.results:
+                last.setdefault(self._slot(v), i)
+        keep = set(self._result_slots) | set(self._arguments)
+        frees: list[list[int]] = [[] for _ in step_ops]
+        for slot, i in last.items():
+            if slot not in keep:
+                frees[i].append(slot)
+        return [(step, tuple(f)) for step, f in zip(self.steps, frees)]
+
+    def _slot(self, v: SSAValue) -> int:
+        return self._slots.setdefault(v, len(self._slots))
+
+    # ------------------------------------------------------------ arguments
+    def _binding_plan(self) -> list[Callable[[Sequence[Any], dict[str, int]], None]]:
+        """One check-and-bind function per argument: the tensor arguments' ranks are
+        checked, bare-symbol dims and `index` arguments bind shape symbols."""
+        plan = []
+        for i, t in enumerate(self.arg_types):
+            if isinstance(t, TensorType):
+                symbols = [(k, d.name) for k, d in enumerate(t.dims) if isinstance(d, sympy.Symbol)]
+                plan.append(_tensor_binder(i, t.rank, symbols))
+            elif i < len(self.arg_symbols) and self.arg_symbols[i]:
+                plan.append(_index_binder(i, self.arg_symbols[i]))
+        return plan
 
     # ------------------------------------------------------------ steps
     def _launch_step(self, op: kd.LaunchOp, func: kd.FuncOp) -> Step:
         kernel = self.compile_kernel(func)
         self.kernels[func.sym_name.data] = kernel
-        ins = list(op.args)
-        outs = [(v, size_fn(v.type.dims), DTYPES[v.type.dtype]) for v in op.outs]
+        ins = [self._slot(v) for v in op.args]
+        outs = [(self._slot(v), _static(v.type.dims), size_fn(v.type.dims), DTYPES[v.type.dtype]) for v in op.outs]
         names = func.symbol_names
         device = self.device
+        launch = getattr(kernel, "launch", None)  # compiled code: pointers straight in
+        empty = torch.empty
 
-        def step(values: dict, env: dict) -> None:
-            buffers = [values[v] for v in ins]
-            for v, sizes, dtype in outs:
-                t = torch.empty(sizes(env), dtype=dtype, device=device)
-                values[v] = t
+        if launch is not None and all(static is not None for _, static, _, _ in outs):
+            fixed = [(slot, static, dtype) for slot, static, _, dtype in outs]
+
+            def step(regs: list, env: dict) -> None:
+                pointers = [regs[i].data_ptr() for i in ins]
+                for slot, sizes, dtype in fixed:
+                    t = empty(sizes, dtype=dtype, device=device)
+                    regs[slot] = t
+                    pointers.append(t.data_ptr())
+                launch(pointers, [env[n] for n in names] if names else ())
+
+            return step
+
+        def generic_step(regs: list, env: dict) -> None:
+            buffers = [regs[i] for i in ins]
+            for slot, _, sizes, dtype in outs:
+                t = empty(sizes(env), dtype=dtype, device=device)
+                regs[slot] = t
                 buffers.append(t)
             kernel(buffers, [env[n] for n in names])
 
-        return step
+        return generic_step
 
     def _library_step(self, op: PrimOp) -> Step:
-        operands = list(op.operands)
-        result = op.results[0]
+        operands = [self._slot(v) for v in op.operands]
+        result = self._slot(op.results[0])
+        fast = _static_library_call(op)
+        if fast is not None:
+            if len(operands) == 1:
+                (x,) = operands
 
-        def step(values: dict, env: dict) -> None:
+                def unary(regs: list, env: dict) -> None:
+                    regs[result] = fast(regs[x])
+
+                return unary
+
+            def call(regs: list, env: dict) -> None:
+                regs[result] = fast(*[regs[i] for i in operands])
+
+            return call
+
+        def step(regs: list, env: dict) -> None:
             with bound_symbols(env):
-                values[result] = op.reference(*(values[v] for v in operands))
+                regs[result] = op.reference(*[regs[i] for i in operands])
 
         return step
 
     def _eager_step(self, op: aten.AtenOp) -> Step:
-        operands = list(op.operands)
-        results = list(op.results)
+        operands = [self._slot(v) for v in op.operands]
+        results = [self._slot(v) for v in op.results]
 
-        def step(values: dict, env: dict) -> None:
-            outs = aten.call_eager(op, [values[v] for v in operands], env)
+        def step(regs: list, env: dict) -> None:
+            outs = aten.call_eager(op, [regs[i] for i in operands], env)
             for r, t in zip(results, outs):
-                values[r] = t.contiguous() if isinstance(t, torch.Tensor) else t
+                regs[r] = t.contiguous() if isinstance(t, torch.Tensor) else t
 
         return step
 
     # ------------------------------------------------------------ calls
     def __call__(self, args: Sequence[Any]) -> list[Any]:
-        env = bind_symbols(self.arg_types, args, self.arg_symbols)
-        values: dict[SSAValue, Any] = {}
-        for a, x, layout in zip(self.program.block.args, args, self.arg_layout):
-            values[a] = _with_layout(x, layout, env) if layout is not None else x
-        for step in self.steps:
-            step(values, env)
-        return [values[v] for v in self.results]
+        env: dict[str, int] = {}
+        for bind in self._binders:
+            bind(args, env)
+        regs: list[Any] = [None] * self._registers
+        for slot, x, layout in zip(self._arguments, args, self._layouts):
+            regs[slot] = layout(x, env) if layout is not None else x
+        for step, dead in self._plan:
+            step(regs, env)
+            for i in dead:
+                regs[i] = None
+        return [regs[i] for i in self._result_slots]
 
 
-def _with_layout(x: torch.Tensor, layout, env: dict) -> torch.Tensor:
-    sizes, strides = layout[0](env), layout[1](env)
-    if all(st == s or n == 1 for st, s, n in zip(x.stride(), strides, sizes)):
-        return x
-    out = torch.empty_strided(sizes, strides, dtype=x.dtype, device=x.device)
-    out.copy_(x)
-    return out
+def _tensor_binder(i: int, rank: int, symbols: list[tuple[int, str]]):
+    def bind(args: Sequence[Any], env: dict[str, int]) -> None:
+        a = args[i]
+        if not isinstance(a, torch.Tensor) or a.dim() != rank:
+            raise ValueError(f"argument {i}: expected a tensor of rank {rank}, got {_describe(a)}")
+        if symbols:
+            shape = a.shape
+            for k, name in symbols:
+                env.setdefault(name, int(shape[k]))
+
+    return bind
+
+
+def _index_binder(i: int, name: str):
+    def bind(args: Sequence[Any], env: dict[str, int]) -> None:
+        env.setdefault(name, int(args[i]))
+
+    return bind
+
+
+def _describe(a: Any) -> str:
+    if isinstance(a, torch.Tensor):
+        return f"a tensor of shape {tuple(a.shape)}"
+    return type(a).__name__
+
+
+def _layout_check(t: TensorType, strides: Sequence[Dim]) -> Callable[[torch.Tensor, dict], torch.Tensor]:
+    """x as is if its strides are those the kernels were compiled for (dims of size 1
+    aside), else a copy laid out so."""
+    sizes_of, strides_of = size_fn(t.dims), size_fn(strides)
+    static_sizes, static_strides = _static(t.dims), _static(strides)
+
+    def relayout(x: torch.Tensor, sizes: list[int], want: list[int]) -> torch.Tensor:
+        if all(st == s or n == 1 for st, s, n in zip(x.stride(), want, sizes)):
+            return x
+        out = torch.empty_strided(sizes, want, dtype=x.dtype, device=x.device)
+        out.copy_(x)
+        return out
+
+    if static_sizes is not None and static_strides is not None:
+        exact = tuple(static_strides)
+
+        def check_static(x: torch.Tensor, env: dict) -> torch.Tensor:
+            return x if x.stride() == exact else relayout(x, static_sizes, static_strides)
+
+        return check_static
+
+    def check(x: torch.Tensor, env: dict) -> torch.Tensor:
+        return relayout(x, sizes_of(env), strides_of(env))
+
+    return check
+
+
+def _static_library_call(op: PrimOp) -> Callable[..., torch.Tensor] | None:
+    """A torch call with every argument worked out now, for ops whose result does not
+    depend on shape symbols (None otherwise: the op's reference runs)."""
+    if isinstance(op, prim.MmOp):
+        return torch.mm
+    if isinstance(op, prim.BmmOp):
+        return torch.bmm
+    if isinstance(op, prim.ConvolutionOp):
+        stride, padding, dilation = (list(prim.ints_of(a)) for a in (op.stride, op.padding, op.dilation))
+        groups = op.groups.value.data
+        output_padding = [0] * len(stride)
+        return lambda x, w: torch.convolution(x, w, None, stride, padding, dilation, False, output_padding, groups)
+    if isinstance(op, prim.PermuteOp):
+        dims = prim.ints_of(op.dims)
+        return lambda x: x.permute(dims)
+    if isinstance(op, prim.ReshapeOp):
+        shape = _static(prim.dims_of(op.shape))
+        return None if shape is None else (lambda x: x.reshape(shape))
+    if isinstance(op, prim.SliceOp):
+        start, limit = _static(prim.dims_of(op.start)), _static(prim.dims_of(op.limit))
+        if start is None or limit is None:
+            return None
+        index = tuple(slice(a, b, s) for a, b, s in zip(start, limit, prim.ints_of(op.step)))
+        return lambda x: x[index]
+    if isinstance(op, prim.BroadcastInDimOp):
+        shape = _static(prim.dims_of(op.shape))
+        if shape is None:
+            return None
+        kept = prim.ints_of(op.broadcast_dimensions)
+
+        def broadcast(x: torch.Tensor) -> torch.Tensor:
+            view = [1] * len(shape)
+            for i, d in enumerate(kept):
+                view[d] = x.shape[i]
+            return x.reshape(view).expand(shape)
+
+        return broadcast
+    return None

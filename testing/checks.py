@@ -1,11 +1,12 @@
-"""The two checks every lowering must pass, as functions that return what went wrong
-(None when nothing did): the property tests and `strata-opt --check-values` /
-`--check-codegen` share them, so a failing example reproduces on the command line.
+"""The checks of the property tests, as functions that return what went wrong (None
+when nothing did); `strata-opt --check-values` / `--check-codegen` call the same
+functions, so that a failing example reproduces on the command line.
 
 - `check_values(before, after, spec)`: a pass kept the values. Both modules run in
   the reference interpreters (runtime/interpreters/) on the inputs `spec` makes.
 - `check_codegen(module, codegen, spec)`: every kernel a kernel.program launches gives,
   compiled by `codegen`, what the kernel interpreter gives on the same buffers.
+- `check_round_trip(module)`: the module prints and parses back, in both forms.
 
 Values agree within the tolerance of their dtype (testing/capture.py's
 `assert_close`): bit-equal for integers and bools, NaN equal to NaN.
@@ -15,11 +16,13 @@ from __future__ import annotations
 
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
+from io import StringIO
 from typing import Any
 
 import torch
 from xdsl.dialects.builtin import ModuleOp
 from xdsl.interpreter import Interpreter
+from xdsl.printer import Printer
 
 from strata.dialects import kernel as kd
 from strata.runtime.interpreters import interpret_module, run_program
@@ -136,3 +139,35 @@ def _error(e: Exception) -> str:
 
 def _indent(text: str) -> str:
     return "\n".join("    " + line for line in text.splitlines())
+
+
+def print_module(module: ModuleOp, generic: bool = False) -> str:
+    out = StringIO()
+    Printer(stream=out, print_generic_format=generic).print_op(module)
+    return out.getvalue()
+
+
+def check_round_trip(module: ModuleOp) -> str | None:
+    """None if `module` prints and parses back to a structurally equal module, in the
+    custom and in the generic form, and prints the same text again."""
+    from strata.dialects.context import parse_module
+
+    for form, generic in (("custom", False), ("generic", True)):
+        text = print_module(module, generic)
+        try:
+            parsed = parse_module(text)
+        except Exception as e:
+            return f"the {form} form does not parse back: {_error(e)}\n{text}"
+        if not parsed.is_structurally_equivalent(module):
+            again = print_module(parsed, generic)
+            return f"the {form} form parses to another module:\n{_diff(text, again)}"
+        again = print_module(parsed, generic)
+        if again != text:
+            return f"the {form} form prints differently after a round trip:\n{_diff(text, again)}"
+    return None
+
+
+def _diff(a: str, b: str) -> str:
+    import difflib
+
+    return "".join(difflib.unified_diff(a.splitlines(True), b.splitlines(True), "printed", "reprinted"))

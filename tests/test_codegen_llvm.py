@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import math
 import re
 
@@ -11,7 +12,8 @@ from xdsl.dialects import arith
 from xdsl.dialects.builtin import FloatAttr, f32
 
 from strata.codegen import CodegenError, llvm_jit
-from strata.codegen.llvm_cpu import compile_kernel, optimized_ir
+from strata.codegen.llvm_cpu import compile_kernel, host_target, optimized_ir
+from strata.codegen.llvm_kernel import Target
 from strata.dialects.context import parse_module
 from strata.dialects.kernel import BufferType, FuncOp, LoadOp, StoreOp
 from strata.dialects.prim import ELEMENTWISE, ELEMENTWISE_OPS
@@ -466,7 +468,7 @@ kernel.func @row_sum attributes {pointwise = ["s0"], reduction = ["s1"], num_inp
 
 def test_optimized_code_is_vectorized():
     add = pointwise_kernel("%r = prim.add %a0, %a1 : (f32, f32) -> f32", ["f32", "f32"], "f32")
-    vector = re.compile(r"<(4|8|16) x float>")
+    vector = re.compile(r"<(4|8|16|32|64) x float>")
     assert vector.search(optimized_ir(add))
     assert vector.search(optimized_ir(kernel(ROW_SUM)))
 
@@ -500,3 +502,277 @@ def test_unsupported_op_raises_codegen_error():
     func = pointwise_kernel("%r = arith.addf %a0, %a0 : f32", ["f32"], "f32")
     with pytest.raises(CodegenError, match="arith.addf"):
         compile_kernel(func)
+
+
+# ---------------------------------------------------------------- vector math
+def _ulps(got: torch.Tensor, exact: torch.Tensor) -> torch.Tensor:
+    """|got - exact| in units of the last place of exact rounded to f32 (0 where the
+    exact value is not a finite f32)."""
+    rounded = exact.float()
+    spacing = (torch.nextafter(rounded.abs(), torch.tensor(math.inf)) - rounded.abs()).double()
+    error = (got.double() - exact).abs() / spacing
+    return torch.where(torch.isfinite(rounded) & torch.isfinite(exact), error, torch.zeros_like(error))
+
+
+def _f32_samples(lo: float, hi: float, n: int = 50_000) -> torch.Tensor:
+    """Every binade between lo and hi (random bit patterns), a dense grid, and the
+    specials: ±0, ±inf, NaN, the smallest denormals and normals."""
+    g = torch.Generator().manual_seed(7)
+    bits = torch.randint(-(2**31), 2**31 - 1, (n,), generator=g, dtype=torch.int64).to(torch.int32)
+    random = bits.view(torch.float32)
+    random = random[(random > lo) & (random < hi)]
+    specials = torch.tensor([0.0, -0.0, math.inf, -math.inf, math.nan, 1e-45, -1e-45, 1e-40, -1e-40, 1.17e-38, -1.17e-38])
+    return torch.cat([specials, torch.linspace(lo, hi, n), torch.linspace(max(lo, -3.0), min(hi, 3.0), n), random])
+
+
+# name: (domain, max ulps against float64). Eager's own f32 routines (Sleef u10) stay
+# within 1 ulp; ours within 1 for exp, log, erf, 1.5 for tanh, 2.5 for the composed ones.
+VECTOR_MATH = {
+    "exp": ((-110.0, 100.0), 1.0),
+    "log": ((-1.0, 3.4e38), 1.0),
+    "tanh": ((-20.0, 20.0), 1.5),
+    "erf": ((-6.0, 6.0), 1.5),
+    "sigmoid": ((-80.0, 80.0), 2.5),
+    "expm1": ((-30.0, 90.0), 2.0),
+    "log1p": ((-1.0, 3.4e38), 2.5),
+    "exp2": ((-160.0, 130.0), 2.0),
+    "log2": ((-1.0, 3.4e38), 2.5),
+    "log10": ((-1.0, 3.4e38), 2.5),
+}
+
+
+# The host's code (AVX-512 here: vscalefps in exp) and the generic vector code that any
+# LLVM target gets (256-bit vectors, exponent bits built by hand).
+GENERIC = Target(vector_bits=256, threads="pool", avx512=False)
+
+
+@pytest.mark.parametrize("target", [None, GENERIC], ids=["host", "generic"])
+@pytest.mark.parametrize("name", list(VECTOR_MATH))
+def test_vector_math_accuracy_over_every_binade(name, target):
+    (lo, hi), max_ulps = VECTOR_MATH[name]
+    x = _f32_samples(lo, hi)
+    func = pointwise_kernel(f"%r = prim.{name} %a0 : (f32) -> f32", ["f32"], "f32")
+    got = torch.empty_like(x)
+    compile_kernel(func, target)([x, got], [x.numel()])
+    exact = getattr(torch, name)(x.double())
+    # Where the exact result is a denormal, count ulps of the smallest normal's spacing.
+    tiny = exact.abs() < 1.1754943508222875e-38
+    error = torch.where(tiny, (got.double() - exact).abs() / 2.0**-149, _ulps(got, exact))
+    worst = error.max().item()
+    assert worst <= max_ulps, f"{name}: {worst:.2f} ulps at x = {x[error.argmax()].item()!r}"
+    # NaN where the result is NaN, infinities and signed zeros exactly …
+    rounded = exact.float()
+    special = ~torch.isfinite(rounded) | (rounded == 0)
+    assert torch.equal(got[special].isnan(), rounded[special].isnan())
+    kept = special & ~rounded.isnan()
+    assert torch.equal(got[kept], rounded[kept]) and torch.equal(got[kept].signbit(), rounded[kept].signbit())
+    # … and within eager's tolerance of eager itself.
+    torch.testing.assert_close(got, getattr(torch, name)(x), equal_nan=True)
+
+
+def test_vector_math_is_not_a_libm_call_per_element():
+    func = pointwise_kernel("%r = prim.tanh %a0 : (f32) -> f32", ["f32"], "f32")
+    ir_text = optimized_ir(func)
+    assert re.search(r"<\d+ x float>", ir_text)
+    assert not re.search(r"@(expf|tanhf|erff|logf)\b", ir_text)
+
+
+# ---------------------------------------------------------------- lanes, tails, threads
+def _pointwise_2d(op_line: str) -> FuncOp:
+    return kernel(
+        header("pw", ["s0", "s1"], [], 1, ["s0", "s1"])
+        + f"""
+^bb0(%in0: !kernel.buffer<f32>, %out0: !kernel.buffer<f32>):
+  %a = kernel.load %in0["s1*x0 + x1"] : !kernel.buffer<f32> -> f32
+  {op_line}
+  kernel.store %r, %out0["s1*x0 + x1"] : f32, !kernel.buffer<f32>
+}}"""
+    )
+
+
+def test_tails_of_every_length():
+    compiled = compile_kernel(_pointwise_2d("%r = prim.exp %a : (f32) -> f32"))
+    row_sums = compile_kernel(kernel(ROW_SUM))
+    for cols in list(range(1, 70)) + [127, 129, 1000]:
+        x = torch.randn(3, cols)
+        out = torch.full((3, cols), 42.0)
+        compiled([x, out], [3, cols])
+        torch.testing.assert_close(out, torch.exp(x))
+        sums = torch.empty(3)
+        row_sums([x, sums], [3, cols])
+        torch.testing.assert_close(sums, x.sum(1))
+
+
+@pytest.mark.parametrize("runtime", ["pool", "omp"])
+@pytest.mark.parametrize("threads", [1, 2])
+@pytest.mark.parametrize("shape", [(1001, 777), (3, 100_003), (70_001, 3)])
+def test_threads_split_the_domain_exactly(shape, threads, runtime):
+    # Each shape is past the threshold that forks threads; the results must not
+    # depend on how many there are, on how the domain is cut, or on the runtime.
+    target = dataclasses.replace(host_target(), threads=runtime)
+    before = torch.get_num_threads()
+    torch.set_num_threads(threads)
+    try:
+        compiled = compile_kernel(_pointwise_2d("%r = prim.tanh %a : (f32) -> f32"), target)
+        x = torch.randn(*shape)
+        out = torch.full(shape, math.nan)
+        compiled([x, out], list(shape))
+        torch.testing.assert_close(out, torch.tanh(x))
+        softmax = compile_kernel(kernel(SOFTMAX), target)
+        out = torch.full(shape, math.nan)
+        softmax([x, out], list(shape))
+        torch.testing.assert_close(out, torch.softmax(x, -1))
+        column = torch.full((shape[1],), math.nan)
+        compile_kernel(kernel(COLUMN_SUM), target)([x, column], list(shape))
+        torch.testing.assert_close(column, x.sum(0), rtol=1e-5, atol=1e-4)
+    finally:
+        torch.set_num_threads(before)
+
+
+COLUMN_SUM = """
+kernel.func @column_sum attributes {pointwise = ["s1"], reduction = ["s0"], num_inputs = 1 : i64, symbols = ["s0", "s1"], sources = ["aten.sum.dim_IntList"]} {
+^bb0(%in0: !kernel.buffer<f32>, %out0: !kernel.buffer<f32>):
+  %a = kernel.load %in0["s1*r0 + x0"] : !kernel.buffer<f32> -> f32
+  %s = kernel.reduce "sum" %a : f32 -> f32
+  kernel.store %s, %out0["x0"] : f32, !kernel.buffer<f32>
+}
+"""
+
+
+def test_sums_of_long_rows_and_columns_stay_accurate():
+    # Blocked f32 partial sums flushed into f64: as close to the exact sum as eager.
+    x = torch.rand(2, 1_000_003) * 2 - 0.9
+    sums = torch.empty(2)
+    compile_kernel(kernel(ROW_SUM))([x, sums], [2, x.shape[1]])
+    exact = x.double().sum(1)
+    assert (sums.double() - exact).abs().max() <= (x.sum(1).double() - exact).abs().max() + 1e-3
+    torch.testing.assert_close(sums, exact.float(), rtol=1e-6, atol=1e-3)
+    y = torch.rand(100_003, 37) * 2 - 0.9
+    columns = torch.empty(37)
+    compile_kernel(kernel(COLUMN_SUM))([y, columns], list(y.shape))
+    torch.testing.assert_close(columns, y.double().sum(0).float(), rtol=1e-6, atol=1e-3)
+
+
+def test_max_and_min_propagate_nan_along_lanes_and_across_them():
+    kinds = {"amax": torch.amax, "amin": torch.amin}
+    for kind, reduce in kinds.items():
+        rows = kernel(ROW_SUM.replace('"sum"', f'"{kind}"'))
+        columns = kernel(COLUMN_SUM.replace('"sum"', f'"{kind}"'))
+        x = torch.randn(9, 75)
+        x[2, 70] = x[5, 0] = math.nan  # one in a row's partial last vector
+        x[7] = -math.inf
+        out = torch.empty(9)
+        compile_kernel(rows)([x, out], [9, 75])
+        torch.testing.assert_close(out, reduce(x, 1), equal_nan=True)
+        out = torch.empty(75)
+        compile_kernel(columns)([x, out], [9, 75])
+        torch.testing.assert_close(out, reduce(x, 0), equal_nan=True)
+
+
+def test_softmax_of_a_transposed_input_writes_rows_through_a_tile():
+    # Lanes walk the rows (loads are contiguous along them); the stores are
+    # contiguous along r, so they go through a tile transposed in L1.
+    func = kernel(
+        header("softmax_t", ["s0"], ["s1"], 1, ["s0", "s1"])
+        + """
+^bb0(%in0: !kernel.buffer<f32>, %out0: !kernel.buffer<f32>):
+  %a = kernel.load %in0["x0 + s0*r0"] : !kernel.buffer<f32> -> f32
+  %m = kernel.reduce "amax" %a : f32 -> f32
+  %d = prim.sub %a, %m : (f32, f32) -> f32
+  %e = prim.exp %d : (f32) -> f32
+  %s = kernel.reduce "sum" %e : f32 -> f32
+  %r = prim.div %e, %s : (f32, f32) -> f32
+  kernel.store %r, %out0["s1*x0 + r0"] : f32, !kernel.buffer<f32>
+}"""
+    )
+    compiled = compile_kernel(func)
+    assert "r0.tile" in compiled.source
+    for rows, cols in [(1, 1), (5, 3), (37, 53), (64, 16), (100, 17), (33, 64)]:
+        x = torch.randn(cols, rows).t()
+        out = torch.empty(rows, cols)
+        compiled([x.t().contiguous(), out], [rows, cols])
+        torch.testing.assert_close(out, torch.softmax(x, -1))
+
+
+def test_costly_row_values_are_computed_once_per_row():
+    # softmax: exp(x - max) is kept in a scratch row by the sum's loop and read back
+    # by the loop that stores, instead of being computed again.
+    # Once in the sum's vector loop and once for its partial last vector; without the
+    # scratch row the storing loop would have the same two.
+    compiled = compile_kernel(kernel(SOFTMAX))
+    assert len(re.findall(r'call <\d+ x float> @"strata\.math\.exp', compiled.source)) == 2
+    assert re.search(r"call ptr @\"?malloc", compiled.source) and re.search(r"@\"?free", compiled.source)
+
+
+def test_row_values_of_two_reduction_dims_are_cached_and_reread():
+    func = kernel(
+        header("softmax2", ["s0"], ["s1", "s2"], 1, ["s0", "s1", "s2"])
+        + """
+^bb0(%in0: !kernel.buffer<f32>, %out0: !kernel.buffer<f32>):
+  %a = kernel.load %in0["s1*s2*x0 + s2*r0 + r1"] : !kernel.buffer<f32> -> f32
+  %m = kernel.reduce "amax" %a : f32 -> f32
+  %d = prim.sub %a, %m : (f32, f32) -> f32
+  %e = prim.exp %d : (f32) -> f32
+  %s = kernel.reduce "sum" %e : f32 -> f32
+  %r = prim.div %e, %s : (f32, f32) -> f32
+  kernel.store %r, %out0["s1*s2*x0 + s2*r0 + r1"] : f32, !kernel.buffer<f32>
+}"""
+    )
+    x = torch.randn(4, 7, 19)
+    out = torch.empty_like(x)
+    compile_kernel(func)([x, out], [4, 7, 19])
+    torch.testing.assert_close(out, torch.softmax(x.reshape(4, -1), -1).reshape(4, 7, 19))
+
+
+def test_convolution_is_a_library_call_and_batch_norm_fuses_around_it():
+    import warnings
+
+    import strata
+    from strata.dialects import prim
+
+    class Block(torch.nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.conv = torch.nn.Conv2d(6, 8, 3, stride=2, padding=1, groups=2)
+            self.bn = torch.nn.BatchNorm2d(8)
+
+        def forward(self, x):
+            return torch.relu(self.bn(self.conv(x))) * 2
+
+    torch.manual_seed(0)
+    model = Block().eval()
+    model.bn.running_mean.uniform_(-1, 1)
+    model.bn.running_var.uniform_(0.5, 2)
+    x = torch.randn(3, 6, 11, 9)
+    torch._dynamo.reset()
+    with torch.no_grad(), warnings.catch_warnings():
+        warnings.simplefilter("error")  # no eager fallback warned about
+        compiled = strata.compile(model)
+        torch.testing.assert_close(compiled(x), model(x))
+    op = prim.ConvolutionOp
+    assert op.name == "prim.convolution" and op in prim.LIBRARY_OPS
+
+
+def test_kernels_called_from_several_python_threads_at_once():
+    # ctypes releases the GIL: two callers may be in the pool at the same time (the
+    # second runs its work itself) and each must get its own results.
+    import threading
+
+    compiled = compile_kernel(kernel(SOFTMAX))
+    inputs = [torch.randn(300, 1000) * (i + 1) for i in range(4)]
+    expected = [torch.softmax(x, -1) for x in inputs]
+    failures = []
+
+    def worker(i: int) -> None:
+        out = torch.empty(300, 1000)
+        for _ in range(20):
+            compiled([inputs[i], out], [300, 1000])
+            if not torch.allclose(out, expected[i], rtol=1e-5, atol=1e-6):
+                failures.append(i)
+
+    threads = [threading.Thread(target=worker, args=(i,)) for i in range(4)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert not failures

@@ -631,6 +631,8 @@ def test_cuda_source_compiles_for_sm90(name, tmp_path):
     spec.loader.exec_module(module)
     pointers = {f"{'in' if i < func.num_inputs.value.data else 'out'}{i if i < func.num_inputs.value.data else i - func.num_inputs.value.data}": SIGNATURE[element_of(a)]
                 for i, a in enumerate(func.block.args)}
+    # a split reduction's workspaces hold accumulators (one dtype in these kernels)
+    pointers |= {f"ws{i}": SIGNATURE[triton_source.acc_dtype(element_of(func.block.args[0]))] for i in range(8)}
     kernels = [getattr(module, n) for n in dir(module) if not n.startswith("_") and isinstance(getattr(module, n), triton.runtime.jit.JITFunction)]
     assert kernels
     for fn in kernels:
@@ -639,3 +641,281 @@ def test_cuda_source_compiles_for_sm90(name, tmp_path):
         compiled = triton.compile(ASTSource(fn, signature, blocks), target=GPUTarget("cuda", 90, 32),
                                   options={"enable_fp_fusion": False})
         assert compiled.asm["cubin"]
+
+
+# ---------------------------------------------------------------- index simplification
+def test_contiguous_index_is_the_flat_index():
+    body = "\n".join([load("a", "in0", "x1 + 33*x0", "f32"), prim("r", "neg", ["a"], "f32"), store("r", "out0", "x1 + 33*x0", "f32")])
+    kernel = compile_kernel(kernel_func(body, ["f32", "f32"], 1, "4, 33"), "cpu")
+    assert "in0 + (xindex)" in kernel.source and "//" not in kernel.source and "%" not in kernel.source
+    a = randn(4, 33)
+    out = torch.empty(4, 33)
+    kernel([a, out], [])
+    torch.testing.assert_close(out, -a)
+
+
+def test_symbolic_contiguous_index_needs_no_division():
+    body = "\n".join([load("a", "in0", "x0*s1 + x1", "f32"), prim("r", "abs", ["a"], "f32"), store("r", "out0", "x0*s1 + x1", "f32")])
+    source = triton_source.KernelSource(kernel_func(body, ["f32", "f32"], 1, '"s0", "s1"', symbols='"s0", "s1"'), "cuda").module()
+    assert "tl.load(in0 + (xindex), mask=xmask)" in source and "//" not in source.split("def numels")[0]
+
+
+def test_merged_runs_of_a_permutation():
+    # out[x0, x1, x2] = a[x2, x0, x1] with a: [4, 2, 3]: x0 and x1 walk a's last two
+    # dims together (one run, x0_1), x2 separately
+    body = "\n".join([load("a", "in0", "6*x2 + 3*x0 + x1", "f32"), store("a", "out0", "12*x0 + 4*x1 + x2", "f32")])
+    kernel = compile_kernel(kernel_func(body, ["f32", "f32"], 1, "2, 3, 4"), "cpu")
+    assert "x0_1 = xindex // 4" in kernel.source and "x2 = xindex % 4" in kernel.source
+    assert "in0 + (x0_1 + 6*x2)" in kernel.source and "out0 + (xindex)" in kernel.source
+    a = randn(4, 2, 3)
+    out = torch.empty(2, 3, 4)
+    kernel([a, out], [])
+    torch.testing.assert_close(out, a.permute(1, 2, 0))
+
+
+def test_merged_index_declines_non_affine_indices():
+    from strata.codegen.triton_index import merged_index
+    from strata.dialects.types import sym
+
+    dims = {"x": [sym(6), sym(4)], "r": []}
+    assert merged_index(sym("floor(x1/2) + x0"), dims) is None
+    assert merged_index(sym("x0*x1"), dims) is None
+    expr, runs = merged_index(sym("4*x0 + x1 + 7"), dims)
+    assert str(expr) == "xindex + 7" and runs == {"xindex": ("x", 0, 1)}
+    expr, runs = merged_index(sym("x0 + 6*x1"), dims)  # a transpose: no run merges
+    assert runs == {"x0": ("x", 0, 0), "x1": ("x", 1, 1)}
+
+
+# ---------------------------------------------------------------- masks, loads, layouts
+def test_masks_are_left_out_when_tiles_divide_the_sizes():
+    exact = compile_kernel(kernel_func(SOFTMAX.replace("x0*s1", "256*x0"), ["f32", "f32"], 1, "4", "256"), "cpu")
+    assert "mask" not in exact.source.split("def numels")[0]
+    ragged = compile_kernel(kernel_func(SOFTMAX.replace("x0*s1", "250*x0"), ["f32", "f32"], 1, "5", "250"), "cpu")
+    assert "xrmask" in ragged.source
+    for kernel, (rows, cols) in ((exact, (4, 256)), (ragged, (5, 250))):
+        x = randn(rows, cols) * 3
+        out = torch.empty(rows, cols)
+        kernel([x, out], [])
+        torch.testing.assert_close(out, torch.softmax(x, 1))
+
+
+def test_persistent_kernels_load_everything_first():
+    # layer norm: the weight and bias loads come before the first reduction
+    body = "\n".join([
+        load("a", "in0", "64*x0 + r0", "f32"),
+        reduce("s", "sum", "a", "f32"),
+        load("w", "in1", "r0", "f32"),
+        prim("y", "mul", ["a", "w"], "f32"),
+        prim("z", "sub", ["y", "s"], "f32"),
+        store("z", "out0", "64*x0 + r0", "f32"),
+    ])
+    source = compile_kernel(kernel_func(body, ["f32", "f32", "f32"], 2, "8", "64"), "cpu").source
+    assert source.index("tl.load(in1") < source.index("tl.reduce")
+    assert "eviction_policy='evict_last'" in source.split("tl.load(in1")[1].split("\n")[0]
+
+
+@pytest.mark.parametrize("load_index, store_index, layout", [
+    ("64*x0 + r0", "64*x0 + r0", "inner"),
+    ("32*r0 + x0", "x0", "outer"),
+    ("32*r0 + x0", "64*x0 + r0", "mixed"),
+])
+def test_layouts(load_index, store_index, layout):
+    body = "\n".join([load("a", "in0", load_index, "f32"), reduce("s", "sum", "a", "f32"), prim("d", "sub", ["a", "s"], "f32")])
+    body += "\n" + (store("d", "out0", store_index, "f32") if "r0" in store_index else store("s", "out0", store_index, "f32"))
+    assert triton_source.KernelSource(kernel_func(body, ["f32", "f32"], 1, "32", "64"), "cpu").layout == layout
+
+
+def test_transposed_softmax_tile_is_wide_in_x():
+    from strata.codegen.triton_tiles import reduction_tile
+
+    # a softmax of a transposed input walks its rows three times: a narrow persistent
+    # tile that reads each column once, several columns wide (H200: 117 us against
+    # 275 us for a looped 32x32 tile)
+    inner, mixed = reduction_tile(8192, 4096, "inner", passes=3), reduction_tile(8192, 4096, "mixed", passes=3)
+    assert inner.persistent and inner.xblock == 1
+    assert mixed.persistent and mixed.xblock >= 4
+    # a column sum walks its rows once: a wide looped tile, split when there are few columns
+    column = reduction_tile(4096, 8192, "outer", splittable=True)
+    assert not column.persistent and column.xblock >= 32 and column.split > 1
+
+
+# ---------------------------------------------------------------- split reductions
+SPLIT_ROWS = 40000
+
+
+def split_kernel(rows: str, cols: str, symbols: str = "", index: str = f"{SPLIT_ROWS}*x0 + r0", dtype: str = "f32"):
+    body = "\n".join([
+        load("a", "in0", index, dtype),
+        load("n", "in1", "x0", dtype),
+        reduce("s", "sum", "a", dtype),
+        reduce("m", "amax", "a", dtype),
+        prim("mean", "div", ["s", "n"], dtype),
+        store("mean", "out0", "x0", dtype),
+        store("m", "out1", "x0", dtype),
+    ])
+    return kernel_func(body, [dtype] * 4, 2, rows, cols, symbols=symbols)
+
+
+def test_long_rows_few_of_them_are_split():
+    func = split_kernel("3", str(SPLIT_ROWS))
+    kernel = compile_kernel(func, "cpu")
+    assert "def k0_split" in kernel.source and "def k0_combine" in kernel.source
+    x, n = randn(3, SPLIT_ROWS), torch.tensor([1.0, 2.0, 4.0])
+    mean, top = torch.empty(3), torch.empty(3)
+    kernel([x, n, mean, top], [])
+    torch.testing.assert_close(mean, x.sum(1) / n, rtol=1e-5, atol=1e-4)
+    torch.testing.assert_close(top, x.amax(1))
+
+
+def test_split_with_symbolic_sizes_and_bf16():
+    func = split_kernel('"s0"', '"s1"', symbols='"s0", "s1"', index="s1*x0 + r0", dtype="bf16")
+    kernel = compile_kernel(func, "cpu")
+    for rows, cols in ((2, SPLIT_ROWS + 7), (3, 100)):  # split, then not
+        x, n = randn(rows, cols, dtype=torch.bfloat16), torch.full((rows,), 2.0, dtype=torch.bfloat16)
+        mean, top = torch.empty(rows, dtype=torch.bfloat16), torch.empty(rows, dtype=torch.bfloat16)
+        kernel([x, n, mean, top], [rows, cols])
+        torch.testing.assert_close(mean, x.sum(1) / n, rtol=1e-2, atol=1e-2)
+        torch.testing.assert_close(top, x.amax(1))
+
+
+def test_column_sums_of_a_tall_matrix_are_split():
+    rows = SPLIT_ROWS
+    body = "\n".join([load("a", "in0", "4*r0 + x0", "f32"), reduce("s", "sum", "a", "f32"), store("s", "out0", "x0", "f32")])
+    func = kernel_func(body, ["f32", "f32"], 1, "4", str(rows))
+    kernel = compile_kernel(func, "cpu")
+    assert "k0_combine" in kernel.source
+    x = randn(rows, 4)
+    (out,) = run(func, [x], [torch.empty(4)])
+    torch.testing.assert_close(out, x.sum(0), rtol=1e-5, atol=1e-4)
+
+
+def test_kernels_storing_rows_are_not_split():
+    cols = SPLIT_ROWS
+    func = kernel_func(SOFTMAX.replace("x0*s1", f"{cols}*x0"), ["f32", "f32"], 1, "2", str(cols))
+    assert not triton_source.KernelSource(func, "cpu").splittable
+
+
+# ---------------------------------------------------------------- max-autotune
+def test_autotune_times_every_candidate_and_caches_the_winner(tmp_path, monkeypatch, capsys):
+    from strata.codegen import triton_autotune
+
+    monkeypatch.setenv("STRATA_CACHE_DIR", str(tmp_path))
+    func = kernel_func(SOFTMAX.replace("x0*s1", "96*x0"), ["f32", "f32"], 1, "6", "96")
+    kernel = compile_kernel(func, "cpu", max_autotune=True)
+    tuner = kernel._run.__closure__[0].cell_contents  # the interpreted launcher wraps the Autotuner
+    assert isinstance(tuner, triton_autotune.Autotuner)
+    x = randn(6, 96) * 3
+    out = torch.empty(6, 96)
+    kernel([x, out], [])
+    torch.testing.assert_close(out, torch.softmax(x, 1))
+    (timings,) = tuner.timings.values()
+    candidates = triton_autotune.candidates(kernel.module, 6, 96, True)
+    assert set(timings) == set(candidates) and len(candidates) > 1
+    assert "strata: autotuning k0 (6x96)" in capsys.readouterr().err
+    from strata.codegen.triton_gpu import _interpreting
+
+    for tile in candidates:  # every candidate computes the same thing
+        out.fill_(float("nan"))
+        with _interpreting():
+            kernel.module.launch_tile(tile, [x, out], [])
+        torch.testing.assert_close(out, torch.softmax(x, 1))
+    again = compile_kernel(func, "cpu", max_autotune=True)
+    again([x, out], [])
+    assert "autotuning" not in capsys.readouterr().err  # the winner came from the disk cache
+    assert list((tmp_path / "triton-tune").glob("*.json"))
+
+
+# ---------------------------------------------------------------- tile heuristics (measured on an H200)
+def test_persistent_warps_keep_two_programs_a_multiprocessor():
+    from strata.codegen.triton_tiles import persistent_warps, reduction_tile
+
+    assert persistent_warps(1024, 1) == 4  # 8 elements a thread
+    assert persistent_warps(4096, 1) == 16 and persistent_warps(4096, 3) == 16
+    # layer norm's three rows of 8192 at 16 warps left one program a multiprocessor
+    # (102 us against 72.5 us at 8 warps)
+    assert persistent_warps(8192, 3) == 8 and persistent_warps(8192, 1) == 16
+    assert reduction_tile(32768, 1024, "inner", loads=3, passes=3) == (True, 1, 1024, 4, 1)
+
+
+# ---------------------------------------------------------------- direct launches
+class FakeParam:
+    def __init__(self, name, constexpr):
+        self.name, self.is_constexpr = name, constexpr
+
+
+class FakeCompiled:
+    function, packed_metadata = "function", "metadata"
+
+    def __init__(self, log):
+        self.log = log
+
+    def run(self, *args):
+        self.log.append(("direct", args))
+
+
+class FakeJIT:
+    """Stands in for a triton.JITFunction: `fn[grid](*args, **options)` is Triton's own
+    (slow) path, which compiles and returns the compiled kernel."""
+
+    params = [FakeParam("in0", False), FakeParam("out0", False), FakeParam("XBLOCK", True)]
+
+    def __init__(self):
+        self.log = []
+
+    def __getitem__(self, grid):
+        def launch(*args, **options):
+            self.log.append(("triton", grid, args))
+            return FakeCompiled(self.log)
+
+        return launch
+
+
+def test_call_sites_launch_directly_after_triton_compiled(monkeypatch):
+    from triton import knobs
+
+    from strata.codegen import triton_launch
+
+    monkeypatch.setattr(triton_launch, "_jit_function_type", lambda: FakeJIT)
+    monkeypatch.setattr(triton_launch, "_current_device_and_stream", lambda: (lambda: 0, lambda device: "stream"))
+    fn = FakeJIT()
+    site = triton_launch.CallSite(fn, XBLOCK=128, num_warps=4)
+    a, out = torch.empty(64), torch.empty(64)
+    site((4,), a, out)
+    site((4,), a, out)
+    assert [e[0] for e in fn.log] == ["triton", "direct"]
+    assert fn.log[1][1] == (4, 1, 1, "stream", "function", "metadata", None, None, None, a, out, 128)
+    misaligned = torch.empty(65)[1:]  # 4 bytes off: another specialization, Triton's path
+    site((4,), misaligned, out)
+    assert fn.log[-1][0] == "triton"
+    monkeypatch.setattr(knobs.runtime.launch_enter_hook, "calls", [lambda *a: None])  # a profiler's hook
+    site((4,), a, out)
+    assert fn.log[-1][0] == "triton"
+
+
+def test_call_sites_take_triton_s_path_when_asked(monkeypatch):
+    from strata.codegen import triton_launch
+
+    monkeypatch.setenv("STRATA_TRITON_DIRECT", "0")
+    monkeypatch.setattr(triton_launch, "_jit_function_type", lambda: FakeJIT)
+    fn = FakeJIT()
+    site = triton_launch.CallSite(fn, XBLOCK=128)
+    for _ in range(3):
+        site((1,), torch.empty(4), torch.empty(4))
+    assert [e[0] for e in fn.log] == ["triton"] * 3
+
+
+def test_symbolic_dim_beside_a_literal_zero_dim():
+    # size 0 with no symbol left, but the store's index names the symbolic dim's neighbours
+    body = "\n".join(["  %c = arith.constant false", store("c", "out0", "5*x1 + x2", "i1")])
+    kernel = compile_kernel(kernel_func(body, ["i1"], 0, '"s0", 0, 5', symbols='"s0"'), "cpu")
+    kernel([torch.empty(0, dtype=torch.bool)], [2])
+
+
+def test_no_rows_to_split():
+    from strata.codegen.triton_tiles import reduction_configs, reduction_tile
+
+    assert reduction_tile(0, 100000, "inner", splittable=True).split == 1
+    assert reduction_configs(0, 100000, "inner", True)
+    body = "\n".join([load("a", "in0", "100000*x0 + r0", "f32"), reduce("s", "sum", "a", "f32"), store("s", "out0", "x0", "f32")])
+    kernel = compile_kernel(kernel_func(body, ["f32", "f32"], 1, "0", "100000"), "cpu")
+    kernel([torch.empty(0, 100000), torch.empty(0)], [])

@@ -5,6 +5,9 @@ inline producers down to realized values, which become `kernel.load`s of input b
 Scalars of f16 and bf16 are computed in f32 (as eager's kernels do); a conversion to a
 16-bit type rounds by converting there and back. Walks are memoized per (value, index),
 so a value read twice at one index is computed once.
+
+Each kernel lists its `sources`: the aten ops it computes, each with the user's
+file:line where Dynamo recorded it; both code generators print them atop the kernel.
 """
 
 from __future__ import annotations
@@ -21,6 +24,7 @@ from strata.dialects import prim
 from strata.dialects.types import Dim, TensorType, is_float, scalar_type, sym
 from strata.passes.fusion.indexing import Index, contiguous_strides, offset
 from strata.passes.fusion.plan import Kernel, Plan, dims_of, is_reduction, operand_indices
+from strata.passes.provenance import kernel_source_text
 
 REDUCED_PRECISION = ("f16", "bf16")
 
@@ -50,6 +54,7 @@ class KernelBuilder:
         self.memo: dict[tuple[SSAValue, tuple[str, ...]], SSAValue] = {}
         self.node_scalars: dict[SSAValue, SSAValue] = {}
         self.sources: list[str] = []
+        self.computed: dict[Operation, None] = {}  # the graph's ops this kernel computes, in order
 
     # ------------------------------------------------------------ buffers
     def _buffer_type(self, v: SSAValue) -> kd.BufferType:
@@ -120,8 +125,10 @@ class KernelBuilder:
         return self.add(type(op)(*args, result_type=scalar_type(compute_dtype(out_dtype))))
 
     def note_source(self, op: Operation) -> None:
-        src = op.attributes.get("strata.source")
-        name = src.data.split(" @ ")[0] if src is not None else op.name
+        """Lists the aten op `op` came from, with the user's file:line where Dynamo
+        recorded it (`aten.gelu.default @ model.py:12 in forward`)."""
+        self.computed[op] = None
+        name = kernel_source_text(op)
         if name not in self.sources:
             self.sources.append(name)
 

@@ -17,10 +17,14 @@ per row). A node joins a kernel only if every value it reads from that kernel is
 at the index the kernel computes it at, and everything else it reads is ready before
 the kernel runs. Realized values whose consumers all ended up in their own kernel are
 never stored.
+
+Each decision is logged at DEBUG under `strata.fusion` (STRATA_LOGS=+fusion): why a
+value is realized, which kernel a node joins, and what kept it out of the others.
 """
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass, field
 
 import sympy
@@ -28,6 +32,14 @@ from xdsl.ir import Operation, SSAValue
 
 from strata.dialects import prim
 from strata.dialects.types import Dim, TensorType, sym
+from strata.passes.fusion.decisions import (
+    debug_enabled,
+    describe_value,
+    dims_text,
+    domain_text,
+    kernel_name,
+    log,
+)
 from strata.passes.fusion.indexing import Index, equal
 
 INLINE_OPS = (
@@ -151,24 +163,46 @@ def view_root(v: SSAValue) -> SSAValue:
 
 def choose_realized(ops: list[Operation], outputs: list[SSAValue]) -> set[SSAValue]:
     realized: set[SSAValue] = set()
+    why: dict[SSAValue, str] | None = {} if debug_enabled() else None
     for op in ops:
         if is_reduction(op) or is_extern(op):
             realized.update(op.results)
+            if why is not None:
+                kind = "a reduction" if is_reduction(op) else f"the result of {_extern_kind(op)}"
+                why.update((r, kind) for r in op.results)
             if is_extern(op):
                 for v in op.operands:
-                    _realize_root(v, realized)
+                    _realize_root(v, realized, why, f"read by {_extern_kind(op)} {op.name}")
         elif is_inline(op) and not isinstance(op, VIEW_OPS + (prim.FullOp, prim.IotaOp)):
-            if effective_uses(op.results[0]) > 1:
+            uses = effective_uses(op.results[0])
+            if uses > 1:
                 realized.add(op.results[0])
+                if why is not None:
+                    why.setdefault(op.results[0], f"read by {uses} consumers: computed once, not once per reader")
     for v in outputs:
-        _realize_root(v, realized)
+        _realize_root(v, realized, why, "a result of the graph")
+    if why is not None:
+        for op in ops:
+            for r in op.results:
+                if r in why:
+                    log.debug("realize %s: %s", describe_value(r), why[r])
+        inline = sum(1 for op in ops if is_inline(op) and op.results and op.results[0] not in realized)
+        log.debug("%d inline values (elementwise, conversions, views) are computed where they are read", inline)
     return realized
 
 
-def _realize_root(v: SSAValue, realized: set[SSAValue]) -> None:
+def _extern_kind(op: Operation) -> str:
+    from strata.dialects.aten import AtenOp
+
+    return "an eager fallback" if isinstance(op, AtenOp) else "a library call"
+
+
+def _realize_root(v: SSAValue, realized: set[SSAValue], why: dict[SSAValue, str] | None = None, reason: str = "") -> None:
     root = view_root(v)
     if isinstance(root.owner, Operation):
         realized.add(root)
+        if why is not None:
+            why.setdefault(root, reason + (" (through views)" if root is not v else ""))
 
 
 def operand_indices(op: Operation, index: Index) -> list[Index]:
@@ -236,21 +270,44 @@ def node_domain(v: SSAValue) -> Domain:
 def _place(plan: Plan, v: SSAValue, ready: dict[SSAValue, int]) -> Kernel:
     """The kernel that computes node v: an existing one it fits, or a new one."""
     own = node_domain(v)
+    blocked: list[tuple[Kernel, str]] | None = [] if debug_enabled() else None
     for item in reversed(plan.schedule):
-        if isinstance(item, Kernel) and _fits(plan, item, v, own, ready):
-            return item
+        if isinstance(item, Kernel):
+            misfit = _misfit(plan, item, v, own, ready)
+            if misfit is None:
+                if blocked is not None:
+                    log.debug("%s joins %s (%s)", describe_value(v), kernel_name(plan.schedule, item), domain_text(item.domain))
+                return item
+            if blocked is not None:
+                blocked.append((item, misfit()))
     kernel = Kernel(own, position=len(plan.schedule))
     plan.schedule.append(kernel)
+    if blocked is not None:
+        _log_new_kernel(plan, v, kernel, blocked)
     return kernel
 
 
-def _fits(plan: Plan, k: Kernel, v: SSAValue, own: Domain, ready: dict[SSAValue, int]) -> bool:
+def _log_new_kernel(plan: Plan, v: SSAValue, kernel: Kernel, blocked: list[tuple[Kernel, str]]) -> None:
+    name = kernel_name(plan.schedule, kernel)
+    head = f"{describe_value(v)} starts {name} ({domain_text(kernel.domain)})"
+    if not blocked:
+        log.debug("%s: no earlier kernel to join", head)
+        return
+    shown = [f"{kernel_name(plan.schedule, k)}: {reason}" for k, reason in blocked[:3]]
+    rest = len(blocked) - 3
+    more = f"; {rest} earlier kernel{'s' if rest > 1 else ''} likewise" if rest > 0 else ""
+    log.debug("%s; it could not join %s%s", head, "; ".join(shown), more)
+
+
+def _misfit(plan: Plan, k: Kernel, v: SSAValue, own: Domain, ready: dict[SSAValue, int]) -> Callable[[], str] | None:
+    """None if node v can join kernel k (whose domain then becomes the merged one),
+    else a function saying in words what prevents it (called only for the log)."""
     domain = _merged_domain(k, v, own)
     if domain is None:
-        return False
+        return lambda: f"it runs over {domain_text(k.domain)}, the node over {domain_text(own)}"
     index = domain.index_for(dims_of(v)) if not is_reduction(v.owner) else domain.kept_index()
     if index is None:
-        return False
+        return lambda: f"its shape {dims_text(dims_of(v))} is not a row or a per-row value of {domain_text(domain)}"
     # What v reads: from k at the index k computes it, else ready before k runs.
     op = v.owner
     leaves: list[tuple[SSAValue, Index]] = []
@@ -265,11 +322,14 @@ def _fits(plan: Plan, k: Kernel, v: SSAValue, own: Domain, ready: dict[SSAValue,
             if is_reduction(value.owner):
                 natural = domain.kept_index()
             if natural is None or not same_index(idx, natural):
-                return False
+                return lambda value=value: (
+                    f"it reads {describe_value(value)}, which the kernel computes, at another "
+                    "index (a transpose, broadcast or slice of it): that needs a stored copy"
+                )
         elif ready.get(value, -1) > k.position:
-            return False
+            return lambda value=value: f"it reads {describe_value(value)}, which is computed after that kernel runs"
     k.domain = domain
-    return True
+    return None
 
 
 def _merged_domain(k: Kernel, v: SSAValue, own: Domain) -> Domain | None:

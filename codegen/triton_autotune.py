@@ -1,0 +1,191 @@
+"""max-autotune for generated Triton kernels: time a small set of tiles on the first
+call with each size, keep the fastest, remember it on disk.
+
+The candidates are triton_tiles' configurations for the kernel's sizes (the heuristic
+tile first). Each is launched on the call's own buffers: a kernel.func never reads a
+buffer it writes, so running it several times leaves the same results. While it
+tunes, a progress bar goes to stderr; the winner is logged under `strata.codegen`
+and stored in the disk cache (kind "triton-tune"), keyed by the kernel's module, its
+sizes and the device's name, so a later process starts with it.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import logging
+import os
+import statistics
+import sys
+import time
+from collections.abc import Callable
+from types import ModuleType
+
+import torch
+
+from strata.codegen.triton_tiles import Tile, pointwise_configs, reduction_configs
+from strata.runtime import cache
+
+CACHE_KIND = "triton-tune"
+log = logging.getLogger("strata.codegen")
+# STRATA_AUTOTUNE_PROGRESS=0 turns the progress bar off.
+PROGRESS_VAR = "STRATA_AUTOTUNE_PROGRESS"
+
+
+def candidates(module: ModuleType, xnumel: int, rnumel: int, reduction: bool) -> list[Tile]:
+    if not reduction:
+        return pointwise_configs(xnumel)
+    return reduction_configs(xnumel, rnumel, module.LAYOUT, module.SPLITTABLE, module.ROW_LOADS, module.PASSES)
+
+
+class Autotuner:
+    """A kernel's launcher under max-autotune: `(buffers, symbols)` like the module's
+    own `launch`, with the tile chosen by timing."""
+
+    def __init__(self, name: str, key: str, module: ModuleType, reduction: bool, device: str,
+                 timer: Callable[[Callable[[], None]], float] | None = None):
+        self.name = name
+        self.key = key
+        self.module = module
+        self.reduction = reduction
+        self.device = device
+        self.timer = timer or (_cuda_timer if device == "cuda" else _wall_timer)
+        self.best: dict[tuple[int, int], Tile] = {}
+        self.timings: dict[tuple[int, int], dict[Tile, float]] = {}
+
+    def __call__(self, buffers: list[torch.Tensor], symbols: list[int]) -> None:
+        sizes = self.module.numels(symbols)
+        tile = self.best.get(sizes)
+        if tile is None:
+            tile = self.best[sizes] = self._tune(sizes, buffers, symbols)
+        self.module.launch_tile(tile, buffers, symbols)
+
+    def _tune(self, sizes: tuple[int, int], buffers: list[torch.Tensor], symbols: list[int]) -> Tile:
+        xnumel, rnumel = sizes
+        tiles = candidates(self.module, xnumel, rnumel, self.reduction)
+        if xnumel == 0 or len(tiles) == 1:
+            return tiles[0]
+        entry = f"{self.key}-{xnumel}-{rnumel}-{_device_name(self.device)}"
+        stored = _read(entry)
+        if stored is not None and stored in tiles:
+            log.info("%s: autotuned tile from the cache: %s", self.name, describe(stored))
+            return stored
+        bar = Progress(f"strata: autotuning {self.name} ({xnumel}x{rnumel})", len(tiles))
+        times: dict[Tile, float] = {}
+        for tile in tiles:
+            try:
+                times[tile] = self.timer(lambda: self.module.launch_tile(tile, buffers, symbols))
+            except Exception as e:  # a tile that fails to compile (resources) is skipped
+                log.info("%s: tile %s failed: %s", self.name, describe(tile), e)
+            bar.step()
+        if not times:
+            raise RuntimeError(f"strata: no tile of kernel {self.name} ran; the first failed above")
+        best = min(times, key=times.get)
+        bar.done(f"{describe(best)}, {times[best] * 1e3:.3f} ms (heuristic {times.get(tiles[0], float('nan')) * 1e3:.3f} ms)")
+        log.info("%s: autotuned %d tiles: %s", self.name, len(times), ", ".join(f"{describe(t)} {s * 1e3:.3f} ms" for t, s in times.items()))
+        self.timings[sizes] = times
+        _write(entry, best)
+        return best
+
+
+def describe(tile: Tile) -> str:
+    text = f"XBLOCK={tile.xblock}"
+    if tile.rblock > 1 or tile.persistent:
+        text += f" RBLOCK={tile.rblock} {'persistent' if tile.persistent else 'looped'}"
+    if tile.split > 1:
+        text += f" split={tile.split}"
+    return f"{text} warps={tile.num_warps}"
+
+
+class Progress:
+    """`label [#####.....] 5/10` on stderr, redrawn in place on a terminal; elsewhere
+    only the final line."""
+
+    def __init__(self, label: str, total: int, stream=None):
+        self.label = label
+        self.total = total
+        self.count = 0
+        self.stream = stream or sys.stderr
+        self.enabled = os.environ.get(PROGRESS_VAR, "1") != "0"
+        self.live = self.enabled and getattr(self.stream, "isatty", lambda: False)()
+        self._draw()
+
+    def _bar(self) -> str:
+        width = 20
+        filled = width * self.count // max(self.total, 1)
+        return f"{self.label} [{'#' * filled}{'.' * (width - filled)}] {self.count}/{self.total}"
+
+    def _draw(self) -> None:
+        if self.live:
+            self.stream.write("\r" + self._bar())
+            self.stream.flush()
+
+    def step(self) -> None:
+        self.count += 1
+        self._draw()
+
+    def done(self, result: str) -> None:
+        if not self.enabled:
+            return
+        self.stream.write(("\r" if self.live else "") + f"{self._bar()} best: {result}\n")
+        self.stream.flush()
+
+
+def _cuda_timer(fn: Callable[[], None], rounds: int = 25) -> float:
+    """Median seconds per launch, by CUDA events, after a warm-up launch (which
+    compiles)."""
+    fn()
+    torch.cuda.synchronize()
+    start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+    # launches per sample: enough for about 0.2 ms, so that tiny kernels time well
+    start.record()
+    fn()
+    end.record()
+    end.synchronize()
+    once = max(start.elapsed_time(end), 1e-3)
+    inner = max(1, min(100, int(0.2 / once)))
+    samples = []
+    for _ in range(rounds):
+        start.record()
+        for _ in range(inner):
+            fn()
+        end.record()
+        end.synchronize()
+        samples.append(start.elapsed_time(end) / inner)
+    return statistics.median(samples) / 1e3
+
+
+def _wall_timer(fn: Callable[[], None]) -> float:
+    """Seconds of one run (Triton's interpreter on CPU: the tuner's path is exercised,
+    the timing means little)."""
+    fn()
+    start = time.perf_counter()
+    fn()
+    return time.perf_counter() - start
+
+
+def _device_name(device: str) -> str:
+    if device == "cuda" and torch.cuda.is_available():
+        return torch.cuda.get_device_name().replace(" ", "_")
+    return device
+
+
+def _read(entry: str) -> Tile | None:
+    data = cache.read(CACHE_KIND, _hashed(entry), ".json")
+    if data is None:
+        return None
+    try:
+        return Tile(**json.loads(data))
+    except Exception:  # a broken entry is a miss
+        return None
+
+
+def _write(entry: str, tile: Tile) -> None:
+    try:
+        cache.write(CACHE_KIND, _hashed(entry), ".json", json.dumps(tile._asdict()).encode())
+    except OSError as e:  # a read-only cache costs the next process a retune, nothing more
+        log.info("could not store an autotuned tile: %s", e)
+
+
+def _hashed(entry: str) -> str:
+    return hashlib.sha256(entry.encode()).hexdigest()[:40]

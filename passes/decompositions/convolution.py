@@ -1,0 +1,67 @@
+"""Convolutions → prim.convolution (a library call), the bias as an elementwise add
+that fuses into the next kernel; batch norm in inference → a per-channel scale and
+shift, computed as eager's CPU kernel does, which fuses with what surrounds it."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+import sympy
+from xdsl.ir import SSAValue
+
+from strata.dialects import prim
+from strata.dialects.aten import AtenOp
+from strata.dialects.types import is_float
+from strata.passes.decompositions.builder import Decline, PrimBuilder, tensor_of
+from strata.passes.decompositions.rules import decomposes
+
+
+def _ints(values, what: str) -> list[int]:
+    out = []
+    for v in values:
+        if isinstance(v, sympy.Expr):
+            if not v.is_Integer:
+                raise Decline(f"a symbolic convolution {what}")
+            v = int(v)
+        out.append(int(v))
+    return out
+
+
+def _per_channel(b: PrimBuilder, v: SSAValue, dims: Sequence, dtype: str) -> SSAValue:
+    """A [c] tensor broadcast along dim 1 of `dims` (n, c, *spatial)."""
+    return b.add(prim.BroadcastInDimOp(b.convert(v, dtype), dims, [1]))
+
+
+@decomposes("aten::convolution")
+def convolution(op: AtenOp, b: PrimBuilder) -> SSAValue:
+    x, w, bias = b.arg("input"), b.arg("weight"), b.arg("bias")
+    t = tensor_of(x)
+    if b.arg("transposed"):
+        raise Decline("transposed convolutions run eagerly")
+    if not is_float(t.dtype) or tensor_of(w).dtype != t.dtype or t.rank < 3:
+        raise Decline("a convolution of floats, [n, c, *spatial]")
+    stride, padding, dilation = (_ints(b.arg(n), n) for n in ("stride", "padding", "dilation"))
+    groups = _ints([b.arg("groups")], "groups")[0]
+    out = b.add(prim.ConvolutionOp(x, w, stride, padding, dilation, groups))
+    if bias is not None:
+        out = b.ew("add", out, _per_channel(b, bias, b.out().dims, t.dtype))
+    return out
+
+
+@decomposes("aten::_native_batch_norm_legit_no_training")
+def batch_norm_inference(op: AtenOp, b: PrimBuilder) -> Sequence[SSAValue]:
+    """y = x·α + β per channel, α = weight / sqrt(var + eps), β = bias - mean·α, as
+    ATen's batch_norm_cpu_collect_linear_and_constant_terms computes it; the saved
+    mean and invstd of inference are empty."""
+    x = b.arg("input")
+    t = tensor_of(x)
+    if t.dtype != "f32" or t.rank < 2:
+        raise Decline("batch norm in f32, [n, c, …]")
+    mean, var = b.arg("running_mean"), b.arg("running_var")
+    weight, bias = b.arg("weight"), b.arg("bias")
+    invstd = b.ew("div", b.constant_like(var, 1.0), b.ew("sqrt", b.ew("add", var, b.constant_like(var, b.arg("eps")))))
+    alpha = b.ew("mul", weight, invstd) if weight is not None else invstd
+    shift = b.ew("mul", mean, alpha)
+    beta = b.ew("sub", bias, shift) if bias is not None else b.ew("neg", shift)
+    y = b.ew("add", b.ew("mul", x, _per_channel(b, alpha, t.dims, "f32")), _per_channel(b, beta, t.dims, "f32"))
+    return [y, b.full(b.out(1).dims, 0, b.out(1).dtype), b.full(b.out(2).dims, 0, b.out(2).dtype)]

@@ -1,0 +1,70 @@
+"""Evaluating a kernel's index expressions exactly, in integers.
+
+An index is a sympy expression over loop variables and shape symbols, which are
+non-negative integers: sums, products, integer powers, Max and Min, and `floor`,
+`ceiling` and `Mod` of any rational expression over them (`floor(x0/s1 + x1/s1**2)`
+is one). Floating-point division would round large values wrongly, so the argument of
+`floor` is written as one fraction p/q of integer expressions and floor-divided.
+Values are Python ints or int64 tensors (one value per point of the domain).
+"""
+
+from __future__ import annotations
+
+from functools import reduce
+from typing import Any
+
+import sympy
+import torch
+
+
+def evaluate(expr: sympy.Expr, env: dict[str, Any]) -> Any:
+    """expr with its symbols replaced by env's values; an integer (or int64 tensor)."""
+    if expr.is_Integer:
+        return int(expr)
+    if expr.is_Symbol:
+        return env[expr.name]
+    if isinstance(expr, sympy.Add):
+        return reduce(lambda a, b: a + b, (evaluate(a, env) for a in expr.args))
+    if isinstance(expr, sympy.Mul):
+        if any(_is_reciprocal(a) for a in expr.args):
+            raise ValueError(f"index expression {expr} is not an integer (a division outside floor)")
+        return reduce(lambda a, b: a * b, (evaluate(a, env) for a in expr.args))
+    if isinstance(expr, sympy.Pow) and expr.exp.is_Integer and expr.exp > 0:
+        return evaluate(expr.base, env) ** int(expr.exp)
+    if isinstance(expr, sympy.floor):
+        return _floor(expr.args[0], env)
+    if isinstance(expr, sympy.ceiling):
+        return -_floor(-expr.args[0], env)
+    if isinstance(expr, sympy.Mod):
+        a, b = (evaluate(x, env) for x in expr.args)
+        return _mod(a, b)
+    if isinstance(expr, sympy.Max | sympy.Min):
+        values = [evaluate(a, env) for a in expr.args]
+        if all(isinstance(v, int) for v in values):
+            return (max if isinstance(expr, sympy.Max) else min)(values)
+        pick = torch.maximum if isinstance(expr, sympy.Max) else torch.minimum
+        return reduce(lambda a, b: pick(torch.as_tensor(a), torch.as_tensor(b)), values)
+    raise ValueError(f"cannot evaluate index expression {expr}")
+
+
+def _is_reciprocal(e: sympy.Expr) -> bool:
+    return (e.is_Rational and not e.is_Integer) or (isinstance(e, sympy.Pow) and e.exp.is_negative)
+
+
+def _floor(expr: sympy.Expr, env: dict[str, Any]) -> Any:
+    """floor(expr), as p // q with p/q = expr over one denominator."""
+    p, q = sympy.fraction(sympy.together(expr))
+    num, den = evaluate(sympy.expand(p), env), evaluate(sympy.expand(q), env)
+    if isinstance(den, int) and den == 0 or isinstance(den, torch.Tensor) and bool((den == 0).any()):
+        # a size of 0 makes the domain empty: no point reads this index
+        den = torch.where(torch.as_tensor(den) == 0, 1, torch.as_tensor(den))
+    if isinstance(num, int) and isinstance(den, int):
+        return num // den
+    return torch.div(torch.as_tensor(num), torch.as_tensor(den), rounding_mode="floor")
+
+
+def _mod(a: Any, b: Any) -> Any:
+    if isinstance(a, int) and isinstance(b, int):
+        return a % b if b else 0
+    b = torch.as_tensor(b)
+    return torch.remainder(torch.as_tensor(a), torch.where(b == 0, 1, b))

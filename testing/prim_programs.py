@@ -1,0 +1,299 @@
+"""Random prim programs: every prim op, with the explicit broadcasts and conversions
+that the prim level needs (prim ops neither broadcast nor promote).
+
+Integer divisors are guarded with where(y == 0, 1, y), shift amounts and integer
+exponents masked with bitwise_and, and a float is made finite and small before it
+is converted to an integer (C leaves NaN → int undefined), so that every program has
+one meaning on every input.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from typing import Any
+
+from hypothesis import strategies as st
+from xdsl.ir import Operation, SSAValue
+
+from strata.dialects import prim
+from strata.dialects.types import Dim, TensorType, is_float, symbol
+from strata.testing.aten_programs import AMPLIFYING
+from strata.testing.graphs import (
+    FLOAT_DTYPES,
+    GeneratorError,
+    GraphBuilder,
+    Program,
+    axes,
+    broadcast_dims,
+    broadcastable_dims,
+    dims_strategy,
+    new_input,
+    operand,
+    pick,
+    program,
+    reshaped,
+    same_dims,
+    tensor_of,
+)
+
+EW = prim.ELEMENTWISE_OPS
+
+
+class PrimGraph(GraphBuilder):
+    def emit(self, op: Operation) -> SSAValue:
+        try:
+            op.verify()
+        except Exception as e:
+            raise GeneratorError(f"a generated {op.name} does not verify: {e}") from e
+        self.add(op)
+        return op.results[0]
+
+    def convert(self, x: SSAValue, dtype: str) -> SSAValue:
+        return x if tensor_of(x).dtype == dtype else self.emit(prim.ConvertElementTypeOp(x, dtype))
+
+    def full(self, dims: Sequence[Dim], value: Any, dtype: str) -> SSAValue:
+        return self.emit(prim.FullOp(dims, bool(value) if dtype == "i1" else value, dtype))
+
+    def full_like(self, x: SSAValue, value: Any) -> SSAValue:
+        t = tensor_of(x)
+        return self.full(t.dims, value, t.dtype)
+
+    def broadcast(self, x: SSAValue, dims: Sequence[Dim]) -> SSAValue:
+        t = tensor_of(x)
+        if same_dims(t.dims, dims):
+            return x
+        return self.emit(prim.BroadcastInDimOp(x, dims, range(len(dims) - t.rank, len(dims))))
+
+    def like(self, y: SSAValue, t: TensorType) -> SSAValue | None:
+        """y converted to t's dtype and broadcast to its dims, if it broadcasts there."""
+        shape = broadcast_dims(t.dims, tensor_of(y).dims)
+        if shape is None or not same_dims(shape, t.dims):
+            return None
+        return self.broadcast(self.convert(y, t.dtype), t.dims)
+
+    def allowed(self, name: str) -> bool:
+        return self.float_dtype == "f32" or name not in AMPLIFYING
+
+
+def accepting(b: PrimGraph, arity: int, dtype: str) -> list[str]:
+    return [n for n, (a, accepts, _, _) in prim.ELEMENTWISE.items() if a == arity and accepts(dtype) and b.allowed(n)]
+
+
+# The binary ops most programs are made of, drawn half of the time.
+COMMON_BINARY = ("add", "sub", "mul", "div", "maximum", "minimum", "gt", "eq", "logical_and")
+
+
+@st.composite
+def second(draw, b: PrimGraph, x: SSAValue) -> SSAValue:
+    """An operand of x's type: an earlier value converted and broadcast, a constant,
+    or a new input."""
+    t = tensor_of(x)
+    if draw(st.booleans()):
+        y = draw(pick(b, lambda u: broadcast_dims(t.dims, u.dims) is not None))
+        if y is not None and (z := b.like(y, t)) is not None:
+            return z
+    if draw(st.integers(0, 3)) == 0:
+        return b.full_like(x, draw(st.sampled_from([0.5, -1.5, 2.0, 1.0, 0.0] if is_float(t.dtype) else [2, 1, 0, 3])))
+    dims = draw(broadcastable_dims(list(t.dims)))
+    y = draw(new_input(b, dims=dims, dtype=t.dtype if draw(st.booleans()) else None))
+    return b.like(y, t) or b.full_like(x, 1)
+
+
+def nonzero(b: PrimGraph, y: SSAValue) -> SSAValue:
+    """where(y == 0, 1, y)."""
+    return b.emit(prim.WhereOp(b.emit(EW["eq"](y, b.full_like(y, 0))), b.full_like(y, 1), y))
+
+
+@st.composite
+def unary(draw, b: PrimGraph) -> None:
+    x = draw(operand(b))
+    names = accepting(b, 1, tensor_of(x).dtype)
+    b.emit(EW[draw(st.sampled_from(names))](x))
+
+
+@st.composite
+def binary(draw, b: PrimGraph) -> None:
+    x = draw(operand(b))
+    dtype = tensor_of(x).dtype
+    names = accepting(b, 2, dtype)
+    common = [n for n in COMMON_BINARY if n in names]
+    if not names:
+        return
+    name = draw(st.sampled_from(common if common and draw(st.booleans()) else names))
+    y = draw(second(b, x))
+    if name in ("div", "floordiv", "remainder", "fmod") and not is_float(dtype):
+        y = nonzero(b, y)
+    elif name in ("shift_left", "shift_right"):
+        y = b.emit(EW["bitwise_and"](y, b.full_like(y, 7)))
+    elif name == "pow" and not is_float(dtype):
+        y = b.emit(EW["bitwise_and"](y, b.full_like(y, 3)))
+    elif draw(st.integers(0, 3)) == 0:
+        x, y = y, x  # the constant or new operand first: 1 - x, 0 - x, 1 / x
+    b.emit(EW[name](x, y))
+
+
+@st.composite
+def where(draw, b: PrimGraph) -> None:
+    x = draw(operand(b))
+    t = tensor_of(x)
+    c = draw(pick(b, lambda u: u.dtype == "i1" and broadcast_dims(t.dims, u.dims) is not None))
+    cond = b.like(c, t.with_dtype("i1")) if c is not None else None
+    if cond is None:
+        cond = x if t.dtype == "i1" else b.emit(EW["gt"](x, b.full_like(x, 0)))
+    b.emit(prim.WhereOp(cond, x, draw(second(b, x))))
+
+
+@st.composite
+def convert(draw, b: PrimGraph) -> None:
+    x = draw(operand(b))
+    t = tensor_of(x)
+    target = draw(st.sampled_from(b.dtypes))
+    if is_float(t.dtype) and not is_float(target) and target != "i1":
+        # where(isnan(x), 0, clamp(x, -100, 100)) first: NaN, inf and values out of
+        # range have no one integer (C leaves the conversion undefined)
+        clamped = b.emit(EW["minimum"](b.emit(EW["maximum"](x, b.full_like(x, -100.0))), b.full_like(x, 100.0)))
+        x = b.emit(prim.WhereOp(b.emit(EW["isnan"](x)), b.full_like(x, 0.0), clamped))
+    b.emit(prim.ConvertElementTypeOp(x, target))
+
+
+@st.composite
+def view(draw, b: PrimGraph) -> None:
+    kind = draw(st.sampled_from(["reshape", "permute", "broadcast", "slice"]))
+    x = draw(operand(b))
+    t = tensor_of(x)
+    dims = list(t.dims)
+    if kind == "reshape":
+        b.emit(prim.ReshapeOp(x, draw(reshaped(dims))))
+    elif kind == "permute":
+        b.emit(prim.PermuteOp(x, list(draw(st.permutations(range(t.rank))))))
+    elif kind == "broadcast":
+        lead = draw(st.lists(st.sampled_from([2, 1, symbol("s0"), 3]), max_size=2))
+        grown = [draw(st.sampled_from([3, symbol("s1"), 1])) if d == 1 and draw(st.booleans()) else d for d in dims]
+        b.emit(prim.BroadcastInDimOp(x, [*lead, *grown], range(len(lead), len(lead) + len(grown))))
+    else:
+        start: list[Dim] = []
+        limit: list[Dim] = []
+        step: list[int] = []
+        for d in dims:
+            if isinstance(d, int) and d >= 1 and draw(st.booleans()):
+                a = draw(st.integers(0, d - 1))
+                start.append(a)
+                limit.append(draw(st.integers(a, d)))
+                step.append(draw(st.sampled_from([1, 2, 3])))
+            else:
+                start.append(0)
+                limit.append(d)
+                step.append(1)
+        b.emit(prim.SliceOp(x, start, limit, step))
+
+
+@st.composite
+def cat(draw, b: PrimGraph) -> None:
+    x = draw(operand(b, lambda t: t.rank >= 1, dims=draw(st.integers(1, 3).flatmap(dims_strategy))))
+    t = tensor_of(x)
+    axis = draw(st.integers(0, t.rank - 1))
+    parts = [x]
+    for _ in range(draw(st.integers(1, 2))):
+        dims = list(t.dims)
+        dims[axis] = draw(st.sampled_from([1, 2, 0, symbol("s1")]))
+        parts.append(draw(new_input(b, dims=dims, dtype=t.dtype)))
+    b.emit(prim.CatOp(parts, axis))
+
+
+@st.composite
+def reduction(draw, b: PrimGraph) -> None:
+    kind = draw(st.sampled_from(list(prim.REDUCTION_OPS)))
+    x = draw(operand(b, lambda t: t.dtype != "i1", dtypes=b.numeric))
+    t = tensor_of(x)
+    dims = draw(axes(t.rank, at_least_one=False))
+    if kind in ("amax", "amin"):
+        # amax and amin of nothing are errors in torch: keep to dims known nonempty
+        dims = [d for d in dims if isinstance(t.dims[d], int) and t.dims[d] > 0]
+    if kind == "prod" and not b.allowed("pow"):
+        return  # a product of many f16 values is a power, with its amplification
+    b.emit(prim.REDUCTION_OPS[kind](x, dims))
+
+
+@st.composite
+def creation(draw, b: PrimGraph) -> None:
+    if draw(st.booleans()):
+        dims = draw(st.integers(0, 3).flatmap(dims_strategy))
+        dtype = draw(st.sampled_from(b.dtypes))
+        value = draw(st.sampled_from([1.5, -2.0, 0.0])) if is_float(dtype) else draw(st.sampled_from([1, 0, 3]))
+        b.full(dims, value, dtype)
+    else:
+        length = draw(st.sampled_from([4, 1, 0, symbol("s0")]))
+        start, step = draw(st.sampled_from([0, 2, -1])), draw(st.sampled_from([1, 2, -1]))
+        b.emit(prim.IotaOp(length, start, step, draw(st.sampled_from(["i64", b.float_dtype]))))
+
+
+@st.composite
+def matmul(draw, b: PrimGraph) -> None:
+    dtype = b.float_dtype
+    size = st.sampled_from([2, 3, 1, symbol("s0"), 4])
+    m, k, n = draw(size), draw(size), draw(size)
+
+    def matrix(dims: list[Dim]) -> SSAValue:
+        return draw(operand(b, lambda t: t.dtype == dtype and same_dims(t.dims, dims), dims=dims, dtype=dtype))
+
+    if draw(st.booleans()):
+        b.emit(prim.MmOp(matrix([m, k]), matrix([k, n])))
+    else:
+        batch = draw(size)
+        b.emit(prim.BmmOp(matrix([batch, m, k]), matrix([batch, k, n])))
+
+
+@st.composite
+def convolution_shapes(draw, batch: Any) -> tuple[list[Dim], list[Dim], list[int], list[int], list[int], int]:
+    """x dims, w dims, stride, padding, dilation and groups of a valid convolution:
+    1 or 2 spatial dims of literal sizes that fit the kernel, channels divisible."""
+    groups = draw(st.sampled_from([1, 2]))
+    spatial = draw(st.integers(1, 2))
+    kernel = [draw(st.sampled_from([1, 2, 3])) for _ in range(spatial)]
+    dilation = [draw(st.sampled_from([1, 2])) for _ in range(spatial)]
+    padding = [draw(st.sampled_from([0, 1])) for _ in range(spatial)]
+    stride = [draw(st.sampled_from([1, 2])) for _ in range(spatial)]
+    sizes = [d * (k - 1) + 1 + draw(st.integers(0, 3)) for k, d in zip(kernel, dilation)]
+    c_in, c_out = groups * draw(st.sampled_from([1, 2])), groups * draw(st.sampled_from([1, 2]))
+    x = [batch, c_in, *sizes]
+    w = [c_out, c_in // groups, *kernel]
+    return x, w, stride, padding, dilation, groups
+
+
+@st.composite
+def convolution(draw, b: PrimGraph) -> None:
+    x_dims, w_dims, stride, padding, dilation, groups = draw(convolution_shapes(draw(st.sampled_from([2, 1, symbol("s0"), 0]))))
+    dtype = b.float_dtype
+    x = draw(operand(b, lambda t: t.dtype == dtype and same_dims(t.dims, x_dims), dims=x_dims, dtype=dtype))
+    w = draw(operand(b, lambda t: t.dtype == dtype and same_dims(t.dims, w_dims), dims=w_dims, dtype=dtype))
+    b.emit(prim.ConvolutionOp(x, w, stride, padding, dilation, groups))
+
+
+STEPS: dict[str, Callable[[PrimGraph], st.SearchStrategy[None]]] = {
+    "unary": unary,
+    "binary": binary,
+    "where": where,
+    "view": view,
+    "reduction": reduction,
+    "convert": convert,
+    "cat": cat,
+    "creation": creation,
+    "matmul": matmul,
+    "convolution": convolution,
+}
+
+
+# Elementwise ops are most of any program.
+WEIGHTS = {"binary": 4, "unary": 2}
+
+
+def _isnan_of_first(b: GraphBuilder) -> None:
+    assert isinstance(b, PrimGraph)
+    b.emit(EW["isnan"](b.pool[0]))
+
+
+@st.composite
+def prim_programs(draw, max_ops: int = 8, steps: Sequence[str] = tuple(STEPS), float_dtypes: Sequence[str] = FLOAT_DTYPES) -> Program:
+    """Random programs of prim ops; `steps` picks the kinds of ops (keys of STEPS)."""
+    b = PrimGraph(float_dtype=draw(st.sampled_from(list(float_dtypes))))
+    return draw(program(b, STEPS, steps, max_ops, "prim", _isnan_of_first, WEIGHTS))

@@ -1,0 +1,288 @@
+"""Property tests of every pass and both code generators, over generated programs.
+
+- Every registered pass keeps the values: a generated program and the pass's result
+  give, in the reference interpreters, equal values (within the dtype's tolerance) on
+  the program's inputs. PASS_INPUTS says which programs each pass gets; a pass without
+  an entry fails `test_every_pass_has_a_property`.
+- The default pipeline (what torch.compile runs) keeps the values, aten to kernels.
+- Each code generator's kernels equal the kernel interpreter on the same buffers.
+
+A failing example is shrunk by hypothesis and reported as a strata-opt command and the
+program's text: save the text as program.mlir and run the command to see the failure.
+
+Profiles (strata/testing/profiles.py): HYPOTHESIS_PROFILE=ci (default, 200 examples a
+property), long (5,000), dev (20).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+
+import pytest
+from hypothesis import assume, given
+from hypothesis import strategies as st
+
+from strata.dialects.context import parse_module
+from strata.dialects.types import TensorType, concrete
+from strata.frontend.compile_graph import run_pipeline
+from strata.passes.registry import DEFAULT_PIPELINE, PASSES
+from strata.testing import profiles  # noqa: F401  (loads the hypothesis profile)
+from strata.testing import strategies as sst
+from strata.testing.checks import check_codegen, check_values
+from strata.testing.graphs import Program
+from strata.testing.inputs import InputSpec, free_symbols, signature_of
+
+# The programs each pass is tested on: generated aten or prim programs, or aten
+# programs after infer-shapes and decompose (prim ops and the aten ops left over).
+PASS_INPUTS: dict[str, tuple[str, ...]] = {
+    "infer-shapes": ("aten", "prim"),
+    "decompose": ("aten",),
+    "simplify": ("prim", "decomposed"),
+    "fuse": ("prim", "decomposed"),
+}
+PREPARE = {"aten": [], "prim": [], "decomposed": ["infer-shapes", "decompose"]}
+
+CODEGENS = ("llvm", "triton")
+
+
+def inputs_of(kind: str) -> st.SearchStrategy[Program]:
+    return sst.programs("aten" if kind == "decomposed" else kind)
+
+
+def prepared(program: Program, kind: str) -> Program:
+    """The program as the pass under test gets it."""
+    if not PREPARE[kind]:
+        return program
+    module = program.module.clone()
+    run_pipeline(module, PREPARE[kind])
+    return Program(module, program.spec, kind)
+
+
+def check_pipeline(program: Program, pipeline: list[str]) -> str | None:
+    """What goes wrong when `pipeline` runs on `program` and the values are compared."""
+    after = program.module.clone()
+    try:
+        run_pipeline(after, pipeline)
+    except Exception as e:
+        return f"the pipeline fails: {type(e).__name__}: {str(e).split(chr(10) * 2)[0]}"
+    return check_values(program.module, after, program.spec)
+
+
+def report(program: Program, options: str, problem: str) -> str:
+    return (
+        f"{problem}\n\nreproduce: save the program below as program.mlir and run\n"
+        f"    {program.command(options)}\n\n{program.text}"
+    )
+
+
+# ---------------------------------------------------------------- known bugs
+@dataclass(frozen=True)
+class KnownBug:
+    """A bug these properties found in a file another engineer owns, not fixed yet.
+
+    `test_known_bug` runs its repro (a strata-opt check) as a strict xfail, so that
+    the fix is noticed: the test then passes unexpectedly, and its entry must go.
+    Meanwhile the properties skip the programs `matches` recognizes, so that they
+    keep looking for other bugs."""
+
+    where: str
+    summary: str
+    repro: str
+    passes: tuple[str, ...]
+    spec: str
+    matches: Callable[[Program], bool]
+    codegen: str | None = None
+
+    def check(self) -> str | None:
+        module = parse_module(self.repro)
+        program = Program(module, InputSpec.parse(self.spec), "repro")
+        if self.codegen is None:
+            return check_pipeline(program, list(self.passes))
+        run_pipeline(module, list(self.passes))
+        return check_codegen(module, self.codegen, self.spec)
+
+
+def _inputs(program: Program) -> list[tuple[list[int], list[int]]]:
+    """(sizes, strides) of each tensor argument under the program's input spec."""
+    env = {name: program.spec.bindings.get(name, 3) for name in free_symbols(signature_of(program.module))}
+    sig = signature_of(program.module)
+    out = []
+    for t, strides in zip(sig.types, sig.strides):
+        if isinstance(t, TensorType):
+            sizes = concrete(t.dims, env)
+            out.append((sizes, concrete(strides, env) if strides is not None else [1] * len(sizes)))
+    return out
+
+
+def _empty_with_zero_stride(program: Program) -> bool:
+    return any(0 in sizes and any(st == 0 and n != 1 for n, st in zip(sizes, strides)) for sizes, strides in _inputs(program))
+
+
+def _ops(program: Program, *names: str) -> list:
+    return [op for op in program.module.walk() if op.name in names]
+
+
+def _has_zero_dim(op) -> bool:
+    return any(isinstance(v.type, TensorType) and 0 in v.type.dims for v in (*op.operands, *op.results))
+
+
+def _any_of_nothing(program: Program) -> bool:
+    env = program.spec.bindings
+    for op in _ops(program, "aten.any.dim", "aten.any.dims", "aten.any", "aten.call"):
+        t = op.operands[0].type
+        if op.name == "aten.call" and not op.overload_name.startswith("aten::all"):
+            continue
+        if 0 in concrete(t.dims, {**{s: 3 for s in free_symbols(signature_of(program.module))}, **env}):
+            return True
+    return False
+
+
+def _reshape_of_zero_size(program: Program) -> bool:
+    views = ("prim.reshape", "aten.view.default", "aten.call", "aten.squeeze.dims", "aten.unsqueeze.default", "aten.select.int")
+    return any(_has_zero_dim(op) for op in _ops(program, *views))
+
+
+def _exact_gelu_of_infinity(program: Program) -> bool:
+    return program.spec.special and any(
+        op.constant("approximate") in (None, "none") for op in _ops(program, "aten.gelu.default")
+    )
+
+
+def _rounding_division_in_half_precision(program: Program) -> bool:
+    for op in _ops(program, "aten.div.Tensor_mode", "aten.div.Scalar_mode"):
+        if op.operands[0].type.dtype in ("f16", "bf16"):
+            return True
+    return False
+
+
+KNOWN_BUGS: dict[str, KnownBug] = {
+    "decompose-any-of-nothing": KnownBug(
+        where="passes/decompositions/reduction.py (aten.any.dim and its kin)",
+        summary="any over an empty dim decomposes to prim.amax over that dim, which has no "
+        "value there (torch.amax refuses it): the decomposed program cannot run; eager gives False",
+        repro="""
+func.func @graph(%x: !strata.tensor<[0, 3], f32>) -> !strata.tensor<[3], i1> {
+  %r = aten.any.dim %x {dim = 0 : i64} : (!strata.tensor<[0, 3], f32>) -> !strata.tensor<[3], i1>
+  func.return %r : !strata.tensor<[3], i1>
+}""",
+        passes=("decompose",),
+        spec="seed=0",
+        matches=_any_of_nothing,
+    ),
+    "decompose-rounding-division-in-half-precision": KnownBug(
+        where="passes/decompositions/elementwise.py (div with rounding_mode)",
+        summary="div(x, y, rounding_mode='trunc' or 'floor') of bf16/f16 tensors: eager's vectorized "
+        "kernel (8 elements and more) rounds the quotient to bf16 before truncating, the decomposition "
+        "truncates the f32 quotient: 2.234375 / -0.74609375 is -3 in eager, -2 decomposed (eager's "
+        "one-element path also gives -2)",
+        repro="""
+func.func @graph() -> !strata.tensor<[32], bf16> {
+  %x = aten.full.default {size = [32 : i64], fill_value = 2.234375 : f64, dtype = "bf16"} : () -> !strata.tensor<[32], bf16>
+  %y = aten.full.default {size = [32 : i64], fill_value = -0.74609375 : f64, dtype = "bf16"} : () -> !strata.tensor<[32], bf16>
+  %q = aten.div.Tensor_mode %x, %y {rounding_mode = "trunc"} : (!strata.tensor<[32], bf16>, !strata.tensor<[32], bf16>) -> !strata.tensor<[32], bf16>
+  func.return %q : !strata.tensor<[32], bf16>
+}""",
+        passes=("decompose",),
+        spec="seed=0",
+        matches=_rounding_division_in_half_precision,
+    ),
+    "decompose-gelu-of-infinity": KnownBug(
+        where="passes/decompositions/elementwise.py (gelu), or torch",
+        summary="gelu(+inf) (approximate='none'): eager's vectorized kernel (7 elements and more) "
+        "gives NaN, its one-element path and the decomposition (x/2 (1 + erf(x/sqrt 2))) give +inf; "
+        "the decomposition must pick one",
+        repro="""
+func.func @graph() -> !strata.tensor<[8], f32> {
+  %x = aten.full.default {size = [8 : i64], fill_value = 0x7FF0000000000000 : f64, dtype = "f32"} : () -> !strata.tensor<[8], f32>
+  %g = aten.gelu.default %x : (!strata.tensor<[8], f32>) -> !strata.tensor<[8], f32>
+  func.return %g : !strata.tensor<[8], f32>
+}""",
+        passes=("decompose",),
+        spec="seed=0",
+        matches=_exact_gelu_of_infinity,
+    ),
+    "fuse-reshape-of-zero-size": KnownBug(
+        where="passes/fusion/indexing.py (reshape index)",
+        summary="fuse fails with ZeroDivisionError (Modulo by zero) on a reshape of a tensor with a "
+        "literal 0 dim",
+        repro="""
+func.func @graph(%x: !strata.tensor<[1, 0], f32>) -> !strata.tensor<[0], f32> {
+  %r = prim.reshape %x {shape = [0 : i64]} : (!strata.tensor<[1, 0], f32>) -> !strata.tensor<[0], f32>
+  %e = prim.exp %r : (!strata.tensor<[0], f32>) -> !strata.tensor<[0], f32>
+  func.return %e : !strata.tensor<[0], f32>
+}""",
+        passes=("fuse",),
+        spec="seed=0",
+        matches=_reshape_of_zero_size,
+    ),
+    "fuse-load-from-empty-buffer": KnownBug(
+        where="passes/fusion/lower.py (a row load that lost its reduction variable)",
+        summary="a sum over all dims of an empty input with zero strides (an expanded tensor) "
+        "becomes a kernel that loads element 0 of the empty buffer (index '0', no r0): out of "
+        "bounds; LLVM's loop happens to skip it, Triton's CPU interpreter segfaults",
+        repro="""
+func.func @graph(%x: !strata.tensor<[1, 0], f32> {strata.strides = [0 : i64, 0 : i64]}) -> !strata.tensor<[], f32> {
+  %s = prim.sum %x {dims = array<i64: 0, 1>} : (!strata.tensor<[1, 0], f32>) -> !strata.tensor<[], f32>
+  func.return %s : !strata.tensor<[], f32>
+}""",
+        passes=("fuse",),
+        spec="seed=0",
+        matches=_empty_with_zero_stride,
+    ),
+}
+
+
+def known_bug(program: Program) -> str | None:
+    for name, bug in KNOWN_BUGS.items():
+        if bug.matches(program):
+            return name
+    return None
+
+
+# ---------------------------------------------------------------- properties
+def test_every_pass_has_a_property():
+    assert set(PASS_INPUTS) == set(PASSES), "add the new pass to PASS_INPUTS with the programs it takes"
+
+
+@pytest.mark.parametrize(
+    "pass_name,kind", [(p, k) for p, kinds in PASS_INPUTS.items() for k in kinds], ids=lambda v: v
+)
+@given(data=st.data())
+def test_pass_keeps_values(pass_name, kind, data):
+    generated = data.draw(inputs_of(kind), label="program")
+    assume(known_bug(generated) is None)
+    program = prepared(generated, kind)
+    problem = check_pipeline(program, [pass_name])
+    assert problem is None, report(program, f"-p {pass_name}", f"{pass_name} changed the program's values: {problem}")
+
+
+@given(program=sst.aten_programs())
+def test_default_pipeline_keeps_values(program):
+    assume(known_bug(program) is None)
+    problem = check_pipeline(program, list(DEFAULT_PIPELINE))
+    assert problem is None, report(program, "--default-pipeline", f"the default pipeline changed the values: {problem}")
+
+
+@pytest.mark.parametrize("codegen", CODEGENS)
+@given(data=st.data())
+def test_codegen_matches_kernel_interpreter(codegen, data):
+    program = data.draw(sst.prim_programs(), label="program")
+    assume(known_bug(program) is None)
+    module = program.module.clone()
+    try:
+        run_pipeline(module, ["fuse"])
+        problem = check_codegen(module, codegen, program.spec)
+    except Exception as e:
+        problem = f"fuse fails: {type(e).__name__}: {str(e).split(chr(10) * 2)[0]}"
+    assert problem is None, report(program, f"-p fuse --check-codegen {codegen}", problem)
+
+
+@pytest.mark.parametrize(
+    "name", [pytest.param(n, marks=pytest.mark.xfail(strict=True, reason=b.summary)) for n, b in KNOWN_BUGS.items()]
+)
+def test_known_bug(name):
+    """Fails while the bug is there; when it passes, remove the entry from KNOWN_BUGS."""
+    bug = KNOWN_BUGS[name]
+    problem = bug.check()
+    assert problem is None, f"{bug.where}: {bug.summary}\n{problem}"
