@@ -193,7 +193,12 @@ def choose_lanes(func: FuncOp, plan: BodyPlan, vector_bits: int) -> Lanes:
     var, over_reduction = candidates[best]
     wide = any(itemsize(dtype_of(func, a.type.element)) == 8 for a in func.block.args)
     vector = max(vector_bits // (64 if wide else 32), 1)
-    return Lanes(var, vector * _vectors_per_step(func, plan, over_reduction), over_reduction)
+    count = vector * _vectors_per_step(func, plan, over_reduction)
+    dims = func.reduction_dims if over_reduction else func.pointwise_dims
+    extent = sym(dims[int(var[1:])])
+    if extent.is_Integer and int(extent) < count:  # a short dim: no lanes that are always off
+        count = max(4, 1 << (int(extent) - 1).bit_length())
+    return Lanes(var, count, over_reduction)
 
 
 def _vectors_per_step(func: FuncOp, plan: BodyPlan, over_reduction: bool) -> int:

@@ -173,9 +173,14 @@ class CompiledGraph:
 
             return call
 
+        # Kernels read library results as contiguous buffers; only views (which feed
+        # library calls and the graph's results, never kernels) keep their strides.
+        keep_layout = isinstance(op, prim.VIEW_OPS)
+
         def step(regs: list, env: dict) -> None:
             with bound_symbols(env):
-                regs[result] = op.reference(*[regs[i] for i in operands])
+                out = op.reference(*[regs[i] for i in operands])
+            regs[result] = out if keep_layout else out.contiguous()
 
         return step
 
@@ -269,7 +274,7 @@ def _static_library_call(op: PrimOp) -> Callable[..., torch.Tensor] | None:
         stride, padding, dilation = (list(prim.ints_of(a)) for a in (op.stride, op.padding, op.dilation))
         groups = op.groups.value.data
         output_padding = [0] * len(stride)
-        return lambda x, w: torch.convolution(x, w, None, stride, padding, dilation, False, output_padding, groups)
+        return lambda x, w: torch.convolution(x, w, None, stride, padding, dilation, False, output_padding, groups).contiguous()
     if isinstance(op, prim.PermuteOp):
         dims = prim.ints_of(op.dims)
         return lambda x: x.permute(dims)

@@ -138,11 +138,6 @@ def _any_of_nothing(program: Program) -> bool:
     return False
 
 
-def _reshape_of_zero_size(program: Program) -> bool:
-    views = ("prim.reshape", "aten.view.default", "aten.call", "aten.squeeze.dims", "aten.unsqueeze.default", "aten.select.int")
-    return any(_has_zero_dim(op) for op in _ops(program, *views))
-
-
 def _exact_gelu_of_infinity(program: Program) -> bool:
     return program.spec.special and any(
         op.constant("approximate") in (None, "none") for op in _ops(program, "aten.gelu.default")
@@ -201,20 +196,6 @@ func.func @graph() -> !strata.tensor<[8], f32> {
         passes=("decompose",),
         spec="seed=0",
         matches=_exact_gelu_of_infinity,
-    ),
-    "fuse-reshape-of-zero-size": KnownBug(
-        where="passes/fusion/indexing.py (reshape index)",
-        summary="fuse fails with ZeroDivisionError (Modulo by zero) on a reshape of a tensor with a "
-        "literal 0 dim",
-        repro="""
-func.func @graph(%x: !strata.tensor<[1, 0], f32>) -> !strata.tensor<[0], f32> {
-  %r = prim.reshape %x {shape = [0 : i64]} : (!strata.tensor<[1, 0], f32>) -> !strata.tensor<[0], f32>
-  %e = prim.exp %r : (!strata.tensor<[0], f32>) -> !strata.tensor<[0], f32>
-  func.return %e : !strata.tensor<[0], f32>
-}""",
-        passes=("fuse",),
-        spec="seed=0",
-        matches=_reshape_of_zero_size,
     ),
     "fuse-load-from-empty-buffer": KnownBug(
         where="passes/fusion/lower.py (a row load that lost its reduction variable)",

@@ -62,6 +62,8 @@ def slice_index(index: Index, start: Sequence[Dim], step: Sequence[int]) -> Inde
 
 def reshape_index(index: Index, result_dims: Sequence[Dim], operand_dims: Sequence[Dim]) -> Index:
     """The operand index read by element `index` of a row-major reshape."""
+    if any(d == 0 for d in (*result_dims, *operand_dims)):
+        return tuple(sympy.Integer(0) for _ in operand_dims)  # no element is ever read
     groups = _match_groups(result_dims, operand_dims)
     if groups is None:
         groups = [(list(range(len(result_dims))), list(range(len(operand_dims))))]
