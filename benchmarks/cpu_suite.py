@@ -257,6 +257,9 @@ def add_compile_times(results: list[Result]) -> None:
 
 
 # ---------------------------------------------------------------- report
+_LOAD = [float("nan")]
+
+
 def geomean(xs) -> float:
     xs = list(xs)
     return math.exp(sum(math.log(x) for x in xs) / len(xs)) if xs else float("nan")
@@ -264,6 +267,8 @@ def geomean(xs) -> float:
 
 def markdown(results: list[Result]) -> str:
     lines = [
+        f"{torch.get_num_threads()} threads; load average {_LOAD[0]:.2f} at the start, {os.getloadavg()[0]:.2f} at the end.",
+        "",
         "| case | shape | eager ms | inductor ms | strata ms | inductor ÷ strata | strata vs eager | inductor vs eager "
         "| cold compile s (strata / inductor) | max err vs eager | err vs f64 (strata / eager) |",
         "| --- | --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |",
@@ -314,9 +319,13 @@ def main() -> None:
     p.add_argument("--only", default=None, help="comma-separated case names")
     p.add_argument("--compile-times", action="store_true", help="also time cold and warm compiles in new processes")
     p.add_argument("--out", default=None, help="folder for cpu_suite.json and cpu_suite.md")
+    p.add_argument("--threads", type=int, default=None, help="torch.set_num_threads (default: torch's)")
     a = p.parse_args()
-    print(f"torch {torch.__version__}, {torch.get_num_threads()} threads; caches: {os.environ.get('STRATA_CACHE_DIR')}, "
-          f"{os.environ.get('TORCHINDUCTOR_CACHE_DIR')}", flush=True)
+    if a.threads:
+        torch.set_num_threads(a.threads)
+    _LOAD[0] = os.getloadavg()[0]
+    print(f"torch {torch.__version__}, {torch.get_num_threads()} threads, load average {os.getloadavg()[0]:.2f}; "
+          f"caches: {os.environ.get('STRATA_CACHE_DIR')}, {os.environ.get('TORCHINDUCTOR_CACHE_DIR')}", flush=True)
     results = run(set(a.only.split(",")) if a.only else None, a.rounds)
     if a.compile_times:
         add_compile_times(results)

@@ -21,6 +21,7 @@ import torch
 from strata.codegen import llvm_jit, llvm_parallel, llvm_pool
 from strata.codegen.errors import CodegenError
 from strata.codegen.llvm_kernel import Target, build_module, entry_point
+from strata.codegen.llvm_pool import adapt
 from strata.dialects.kernel import FuncOp
 
 _ENTRY_POINT = ctypes.CFUNCTYPE(None, ctypes.c_void_p, ctypes.c_void_p)
@@ -46,11 +47,13 @@ class CompiledKernel:
     def __call__(self, buffers: Sequence[torch.Tensor], symbols: Sequence[int]) -> None:
         if len(buffers) != self._num_buffers:
             raise ValueError(f"kernel {self.name} takes {self._num_buffers} buffers, got {len(buffers)}")
+        adapt()
         self._entry(self._buffer_array(*[t.data_ptr() for t in buffers]), self._symbol_array(*symbols))
 
     def launch(self, pointers: Sequence[int], symbols: Sequence[int]) -> None:
         """The call without checks, for the runtime: `pointers` are the buffers'
         `data_ptr()`s, in order."""
+        adapt()
         self._entry(self._buffer_array(*pointers), self._symbol_array(*symbols))
 
     @property
@@ -80,17 +83,20 @@ def host_target() -> Target:
 
 
 def threads_runtime() -> str:
-    """How kernels run on several cores: STRATA_CPU_THREADS=pool (the default: strata's
-    pool, codegen/llvm_pool.py), omp (torch's OpenMP runtime) or none."""
-    wanted = os.environ.get("STRATA_CPU_THREADS", "pool")
-    if wanted not in ("pool", "omp", "none"):
-        raise ValueError(f"STRATA_CPU_THREADS={wanted!r}: use pool, omp or none")
+    """How kernels run on several cores: through strata's pool (codegen/llvm_pool.py),
+    which runs each job on its own workers or on torch's OpenMP team, whichever suits
+    the machine's load (STRATA_CPU_THREADS=auto, the default; pool or omp fix the
+    choice); through torch's OpenMP runtime directly where the pool cannot run; or not
+    at all (STRATA_CPU_THREADS=none)."""
+    wanted = os.environ.get("STRATA_CPU_THREADS", "auto")
+    if wanted not in ("auto", "pool", "omp", "none"):
+        raise ValueError(f"STRATA_CPU_THREADS={wanted!r}: use auto, pool, omp or none")
+    if wanted == "none":
+        return "none"
     llvm_parallel.openmp_available()  # registers the OpenMP symbols (team size) where there is one
-    if wanted == "pool" and llvm_pool.pool():
+    if llvm_pool.pool():
         return "pool"
-    if wanted in ("pool", "omp") and llvm_parallel.openmp_available():
-        return "omp"
-    return "none"
+    return "omp" if llvm_parallel.openmp_available() else "none"
 
 
 def optimized_ir(func: FuncOp) -> str:

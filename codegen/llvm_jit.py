@@ -164,6 +164,12 @@ class JitCode:
         self._engine.add_object_file(llvm.ObjectFileRef.from_data(code))
         self._engine.finalize_object()
 
+    def global_address(self, symbol: str) -> int:
+        address = self._engine.get_global_value_address(symbol)
+        if not address:
+            raise RuntimeError(f"the JIT found no global {symbol!r} in the compiled code")
+        return address
+
     def address(self, symbol: str) -> int:
         address = self._engine.get_function_address(symbol)
         if not address:

@@ -31,8 +31,11 @@ from strata.dialects.kernel import FuncOp
 from strata.dialects.types import sym
 
 # A kernel runs on several threads when (points of its domain) × (its cost per point)
-# reaches this; below it, forking the team costs more than it saves.
-PARALLEL_WORK = 1 << 16
+# reaches this, about 0.3 ms of work on one core; below it, forking and joining a team
+# (tens of microseconds on this VM when the other core's threads are not spinning)
+# costs more than it saves: 2^16 lost 3-10% on the CPU suite's models against 2^20
+# (docs/performance.md).
+PARALLEL_WORK = 1 << 20
 
 
 def entry_point(func: FuncOp) -> str:

@@ -35,21 +35,22 @@ import functools
 import os
 import platform
 import sys
+import time
 
 import llvmlite.binding as llvm
 from llvmlite import ir
 
 from strata.codegen.llvm_lanes import I32, I64, PTR
 
-I8 = ir.IntType(8)
 VOID = ir.VoidType()
 RUN = "strata.pool.run"
 _SYS_FUTEX = {"x86_64": 202, "aarch64": 98}
 _FUTEX_WAIT, _FUTEX_WAKE = 128, 129  # the _PRIVATE variants
 # Polls of `generation` before a worker sleeps: a few microseconds, so that back-to-back
 # kernels find it awake, but no longer: a spinning worker takes the core from OpenMP
-# threads (MKL, oneDNN) that eager ops and library calls run on.
-_SPINS = 200
+# threads (MKL, oneDNN) that eager ops and library calls run on. (STRATA_POOL_SPINS sets
+# it, for measuring: 200 and 20000 were alike on the CPU suite, docs/performance.md.)
+_SPINS = int(os.environ.get("STRATA_POOL_SPINS", "200"))
 JOB = ir.LiteralStructType([PTR, PTR, I64, I64, I64, I32])  # task, context, items, share, next, team
 TASK = ir.FunctionType(VOID, [PTR, I64, I64])  # task(context, start, end)
 
@@ -75,9 +76,11 @@ def _pause(b: ir.IRBuilder) -> None:
         b.call(fn, [])
 
 
-def build_pool_module(futex: int) -> ir.Module:
+def build_pool_module(futex: int, openmp: bool) -> ir.Module:
     m = ir.Module(name="strata.pool")
     current = _global(m, "strata.pool.current", I64, 0)  # the job's address, 0 for none
+    use_openmp = _global(m, MODE, I32, 0)  # 1: run jobs on torch's OpenMP team instead
+    use_openmp.linkage = ""  # Python sets it (adapt)
     refs = _global(m, "strata.pool.refs", I64, 0)
     generation = _global(m, "strata.pool.generation", I32, 0)
     started = _global(m, "strata.pool.workers", I32, 0)
@@ -185,6 +188,20 @@ def build_pool_module(futex: int) -> ir.Module:
     b = ir.IRBuilder(entry)
     job = b.alloca(JOB)
     job.type = PTR
+    if openmp:
+        # On a quiet machine torch's OpenMP threads are awake (spinning after its own
+        # ops) and a second pool would only compete with them: run the job on them.
+        for k, v in enumerate((task, context, items, share, ir.Constant(I64, 0), team)):
+            b.store(v, _field(b, job, k))
+        on_team = b.append_basic_block("openmp")
+        pooled = b.append_basic_block("pooled")
+        wanted = b.icmp_unsigned("!=", b.load_atomic(use_openmp, "monotonic", 4, typ=I32), ir.Constant(I32, 0))
+        b.cbranch(b.and_(wanted, b.icmp_unsigned(">", team, ir.Constant(I32, 1))), on_team, pooled)
+        b.position_at_end(on_team)
+        gomp = _libc(m, "GOMP_parallel", ir.FunctionType(VOID, [PTR, PTR, I32, I32]))
+        b.call(gomp, [take, job, team, ir.Constant(I32, 0)])
+        b.ret_void()
+        b.position_at_end(pooled)
     workers = b.load(started, typ=I32)
     team = b.select(b.icmp_unsigned("<", team, b.add(workers, ir.Constant(I32, 1))), team, b.add(workers, ir.Constant(I32, 1)))
     for k, v in enumerate((task, context, items, share, ir.Constant(I64, 0), team)):
@@ -224,6 +241,9 @@ def build_pool_module(futex: int) -> ir.Module:
     return m
 
 
+MODE = "strata.pool.openmp"
+
+
 @functools.cache
 def pool() -> bool:
     """Compiles and starts the pool (once per process); False where it cannot run, and
@@ -233,23 +253,50 @@ def pool() -> bool:
     futex = _SYS_FUTEX.get(platform.machine())
     if futex is None:
         return False
-    from strata.codegen import llvm_jit
+    from strata.codegen import llvm_jit, llvm_parallel
 
     llvm_jit.initialize()
+    openmp = llvm_parallel.openmp_available()
     process = ctypes.CDLL(None)
     for name in ("syscall", "pthread_create", "sched_yield"):
         llvm.add_symbol(name, ctypes.cast(getattr(process, name), ctypes.c_void_p).value)
-    source = str(build_pool_module(futex))
+    source = str(build_pool_module(futex, openmp))
     code = llvm_jit.JitCode(llvm_jit.object_code(source))
-    _keep.append(code)  # the pool's code and threads live as long as the process
-    run = code.address(RUN)
-    llvm.add_symbol(RUN, run)
+    _state["code"] = code  # the pool's code and threads live as long as the process
+    llvm.add_symbol(RUN, code.address(RUN))
     start = ctypes.CFUNCTYPE(ctypes.c_int32, ctypes.c_int32)(code.address("strata.pool.start"))
     start(max((os.cpu_count() or 1) - 1, 0))
+    if openmp:
+        _state["mode"] = ctypes.c_int32.from_address(code.global_address(MODE))
+        adapt(force=True)
     return True
 
 
-_keep: list = []
+_state: dict = {}
+ADAPT_EVERY_S = 1.0
+
+
+def adapt(force: bool = False) -> None:
+    """Chooses, at most once a second, where jobs run: on torch's OpenMP team while the
+    machine is quiet (its threads spin between torch's own ops: a second pool would only
+    compete with them), on the pool's workers while other processes keep the cores busy
+    (load average above cores + 0.5: an OpenMP region would then wait for a worker the OS
+    runs late). STRATA_CPU_THREADS=pool or omp fixes the choice."""
+    mode = _state.get("mode")
+    if mode is None:
+        return
+    now = time.monotonic()
+    if not force and now < _state.get("next", 0.0):
+        return
+    _state["next"] = now + ADAPT_EVERY_S
+    wanted = os.environ.get("STRATA_CPU_THREADS", "auto")
+    if wanted == "pool":
+        mode.value = 0
+    elif wanted == "omp":
+        mode.value = 1
+    else:
+        busy = os.getloadavg()[0] > (os.cpu_count() or 1) + 0.5
+        mode.value = 0 if busy else 1
 
 
 def declare_run(module: ir.Module) -> ir.Function:

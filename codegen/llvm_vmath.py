@@ -33,7 +33,7 @@ from collections.abc import Callable, Sequence
 
 from llvmlite import ir
 
-from strata.codegen.llvm_lanes import I1, I32, call_intrinsic, const_like, like, mangle
+from strata.codegen.llvm_lanes import I32, call_intrinsic, like, mangle
 
 F32 = ir.FloatType()
 
@@ -292,5 +292,3 @@ def call_vector_math(b: ir.IRBuilder, name: str, x: ir.Value) -> ir.Value:
         inner.ret(FUNCTIONS[name](_Math(inner, x.type, scalef), fn.args[0]))
     return b.call(fn, [x])
 
-
-__all__ = ["FUNCTIONS", "call_vector_math", "has_vector_math", "I1", "const_like"]

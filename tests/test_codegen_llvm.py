@@ -613,13 +613,24 @@ def test_tails_of_every_length():
         torch.testing.assert_close(sums, x.sum(1))
 
 
-@pytest.mark.parametrize("runtime", ["pool", "omp"])
+# Where a kernel's shares run: the pool's own workers, torch's OpenMP team through the
+# pool, or a kernel that calls OpenMP itself.
+RUNTIMES = {"workers": ("pool", "pool"), "openmp-team": ("pool", "omp"), "openmp": ("omp", "auto")}
+
+
+@pytest.mark.parametrize("runtime", list(RUNTIMES))
 @pytest.mark.parametrize("threads", [1, 2])
-@pytest.mark.parametrize("shape", [(1001, 777), (3, 100_003), (70_001, 3)])
-def test_threads_split_the_domain_exactly(shape, threads, runtime):
+@pytest.mark.parametrize("shape", [(1501, 777), (3, 400_003), (400_001, 3)])
+def test_threads_split_the_domain_exactly(shape, threads, runtime, monkeypatch):
     # Each shape is past the threshold that forks threads; the results must not
     # depend on how many there are, on how the domain is cut, or on the runtime.
-    target = dataclasses.replace(host_target(), threads=runtime)
+    from strata.codegen import llvm_pool
+
+    codegen, mode = RUNTIMES[runtime]
+    monkeypatch.setenv("STRATA_CPU_THREADS", mode)
+    target = dataclasses.replace(host_target(), threads=codegen)
+    llvm_pool.adapt(force=True)
+    monkeypatch.setitem(llvm_pool._state, "next", math.inf)  # no switching mid-test
     before = torch.get_num_threads()
     torch.set_num_threads(threads)
     try:
@@ -637,6 +648,8 @@ def test_threads_split_the_domain_exactly(shape, threads, runtime):
         torch.testing.assert_close(column, x.sum(0), rtol=1e-5, atol=1e-4)
     finally:
         torch.set_num_threads(before)
+        monkeypatch.undo()
+        llvm_pool.adapt(force=True)
 
 
 COLUMN_SUM = """
