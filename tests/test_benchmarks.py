@@ -1,0 +1,138 @@
+"""The benchmark suite (benchmarks/suite.py) on its small CPU path: it runs, and its
+Markdown, JSON and PNG come out well formed. Also the PNG writer, skipping a model whose
+library is missing, and a failed contender's report, without compiling anything."""
+
+from __future__ import annotations
+
+import json
+import os
+import struct
+import subprocess
+import sys
+import zlib
+
+import pytest
+
+BENCHMARKS = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "benchmarks")
+sys.path.insert(0, BENCHMARKS)
+
+import chart  # noqa: E402
+import model_suite  # noqa: E402
+import models  # noqa: E402
+
+
+def read_png(path: str) -> tuple[int, int, dict[str, str]]:
+    """(width, height, tEXt chunks) of an 8-bit RGB PNG, checking every chunk's CRC and
+    the size of the decompressed image data."""
+    data = open(path, "rb").read()
+    assert data[:8] == b"\x89PNG\r\n\x1a\n"
+    pos, chunks = 8, []
+    while pos < len(data):
+        (length,) = struct.unpack(">I", data[pos:pos + 4])
+        kind, body = data[pos + 4:pos + 8], data[pos + 8:pos + 8 + length]
+        (crc,) = struct.unpack(">I", data[pos + 8 + length:pos + 12 + length])
+        assert crc == zlib.crc32(kind + body) & 0xFFFFFFFF, kind
+        chunks.append((kind, body))
+        pos += 12 + length
+    assert chunks[0][0] == b"IHDR" and chunks[-1][0] == b"IEND"
+    width, height, depth, color = struct.unpack(">IIBB", chunks[0][1][:10])
+    text = {k.decode(): v.decode("latin-1") for kind, body in chunks if kind == b"tEXt" for k, v in [body.split(b"\0", 1)]}
+    if depth == 8 and color == 2:  # ours (matplotlib's may be RGBA)
+        raw = zlib.decompress(b"".join(body for kind, body in chunks if kind == b"IDAT"))
+        assert len(raw) == height * (1 + 3 * width)
+    return width, height, text
+
+
+def test_builtin_chart_is_a_valid_png(tmp_path):
+    panels = [
+        ("fp32: speedup over eager", ["pointwise", "bert_base"], {"eager": [1.0, 1.0], "inductor": [2.5, None], "strata": [3.1, 0.4]}),
+        ("bf16 autocast: speedup over eager", ["pointwise", "bert_base"], {"eager": [1.0, 1.0], "inductor": [1.2, 1.1], "strata": [300.0, 0.9]}),
+    ]
+    path = str(tmp_path / "c.png")
+    assert chart.write_chart(path, panels, "strata vs Inductor", backend="builtin") == "builtin"
+    width, height, text = read_png(path)
+    assert width >= 56 + 2 * 110 and height >= 2 * 240
+    assert text["Title"] == "strata vs Inductor"
+    assert "bert_base eager=1.00/inductor=failed/strata=0.40" in text["Description"]
+
+
+def test_a_missing_library_skips_the_model(monkeypatch):
+    monkeypatch.setitem(sys.modules, "timm", None)  # `import timm` raises ImportError
+    with pytest.raises(models.MissingLibrary, match="timm cannot be imported"):
+        models.build("vit_small", "cpu", small=True)
+    cell = model_suite.run_cell("vit_small", "fp32", "cpu", small=True, max_rounds=5, budget_s=0.1, log=lambda s: None)
+    assert cell.skipped and "timm" in cell.skipped and not cell.ms
+
+
+def test_a_compiler_that_fails_is_recorded_and_the_cell_goes_on(monkeypatch):
+    def compile_with(compiler, fn):
+        if compiler == "inductor":
+            def broken(*args):
+                raise RuntimeError("no kernel for this\nsecond line")
+            return broken
+        return fn  # "strata": the function itself, so that nothing is compiled here
+
+    monkeypatch.setattr(model_suite, "compile_with", compile_with)
+    cell = model_suite.run_cell("pointwise", "fp32", "cpu", small=True, max_rounds=5, budget_s=0.1, log=lambda s: None)
+    assert cell.failed == {"inductor": "RuntimeError: no kernel for this"}
+    assert set(cell.ms) == {"eager", "strata"} and cell.ok == {"strata": True} and cell.max_err == {"strata": 0.0}
+    assert cell.speedup("inductor") is None and cell.strata_vs_inductor is None and cell.rounds >= 5
+
+
+def test_a_failed_contender_is_reported():
+    import suite
+
+    ok = model_suite.Cell("mlp", "fp32", "4 tokens", ms={"eager": 2.0, "inductor": 1.0, "strata": 0.5},
+                          compile_s={"inductor": 3.0, "strata": 1.0}, warm_compile_s={"inductor": 1.0, "strata": 2.0},
+                          max_err={"inductor": 1e-7, "strata": 2e-7}, ok={"inductor": True, "strata": True},
+                          peak_mib={"eager": None, "inductor": None, "strata": None})
+    failed = model_suite.Cell("gpt2", "fp32", "b=2", ms={"eager": 4.0, "strata": 2.0}, compile_s={"strata": 1.0},
+                              max_err={"strata": 0.5}, ok={"strata": False}, failed={"inductor": "RuntimeError: boom"},
+                              strata_notes=["eager op aten::embedding"])
+    text = suite.model_markdown([ok, failed], "cpu")
+    assert "| gpt2 | b=2 | 4.000 | failed | 2.000 | - | 2.00x | - | failed / 1.0 |" in text
+    assert "5.0e-01 WRONG" in text and "2.00 (> 1 s)" in text
+    assert "- gpt2 fp32: inductor failed: RuntimeError: boom" in text
+    assert "- gpt2 fp32: strata: eager op aten::embedding" in text
+    means = suite.geomeans([ok, failed])["fp32"]
+    assert means["strata_vs_inductor"] == pytest.approx(2.0) and means["models"] == 1
+    assert means["strata_vs_eager"] == pytest.approx(4.0 ** 0.5 * 2.0 ** 0.5)
+    assert suite.chart_panels([ok, failed])[0][2]["inductor"] == [2.0, None]
+
+
+def test_small_cpu_suite_end_to_end(tmp_path):
+    """One small model, fp32, eager vs Inductor vs strata, with the warm-compile
+    process: well under a minute on a quiet 2-core machine (each process pays
+    Inductor's first compile)."""
+    out = tmp_path / "out"
+    cmd = [sys.executable, os.path.join(BENCHMARKS, "suite.py"), "--device", "cpu", "--small", "--models-only",
+           "--only", "pointwise", "--dtypes", "fp32", "--rounds", "5", "--budget", "0.2", "--chart", "builtin",
+           "--out", str(out)]
+    run = subprocess.run(cmd, capture_output=True, text=True, timeout=300)
+    assert run.returncode == 0, run.stdout[-3000:] + run.stderr[-3000:]
+
+    data = json.loads((out / "suite.json").read_text())
+    assert data["meta"]["torch"] and data["meta"]["tolerances"]["fp32"] == {"rtol": 1e-3, "atol": 1e-3}
+    assert data["kernels"] is None
+    assert [(m["model"], m["dtype"]) for m in data["models"]] == [("pointwise", "fp32")]
+    for m in data["models"]:
+        assert m["skipped"] is None and m["failed"] == {}, m
+        assert set(m["ms"]) == {"eager", "inductor", "strata"} and all(t > 0 for t in m["ms"].values())
+        assert m["ok"] == {"inductor": True, "strata": True}
+        assert m["max_err"]["strata"] < 1e-3
+        assert m["compile_s"]["strata"] > 0 and m["warm_compile_s"]["strata"] > 0 and m["warm_compile_s"]["inductor"] > 0
+        assert m["peak_mib"] == {"eager": None, "inductor": None, "strata": None}  # n/a on CPU
+        assert m["speedup_over_eager"]["strata"] == pytest.approx(m["ms"]["eager"] / m["ms"]["strata"])
+        assert m["strata_vs_inductor"] == pytest.approx(m["ms"]["inductor"] / m["ms"]["strata"])
+    assert data["geomean"]["fp32"]["models"] == 1 and data["geomean"]["fp32"]["strata_vs_inductor"] > 0
+    assert set(data["meta"]["seconds"]) == {"models", "warm compiles (serial)", "total"}
+
+    md = (out / "suite.md").read_text()
+    table = [line for line in md.splitlines() if line.startswith("|")]
+    assert len({line.count("|") for line in table}) == 1  # every row has the header's columns
+    assert any(line.startswith("| pointwise | 256x512") for line in table)
+    assert any(line.startswith("| **geomean** (1 model)") for line in table)
+    assert "n/a / n/a / n/a" in md
+
+    width, height, text = read_png(str(out / "suite.png"))
+    assert width > 0 and height > 0 and "pointwise" in text["Description"]
