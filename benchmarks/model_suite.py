@@ -13,7 +13,9 @@ For each (model, dtype), a cell:
    start of the run (suite.py points STRATA_CACHE_DIR, TORCHINDUCTOR_CACHE_DIR and
    TRITON_CACHE_DIR at new folders); a compiler that raises is recorded as failed, with
    its reason, and the cell goes on without it;
-2. max |result - eager| and whether it is within the dtype's tolerance (TOLERANCES);
+2. max |result - eager| and whether it is within the dtype's tolerance (TOLERANCES), or,
+   in bf16, as accurate as eager's own result against the model run in fp32
+   (AS_ACCURATE_AS_EAGER);
 3. peak memory of one more call of each contender (torch.cuda.max_memory_allocated,
    reset before each; weights and inputs included; n/a on CPU);
 4. time per call: interleaved rounds (eager, inductor, strata, eager, ...), the median
@@ -60,6 +62,19 @@ DTYPES = {"fp32": None, "bf16": torch.bfloat16}
 # outputs of order 1 computed by two different kernel sequences in bf16 differ by
 # about one bf16 ulp (2^-8 relative) and torch's atol of 1e-5 is meant for single ops.
 TOLERANCES = {"fp32": (1e-3, 1e-3), "bf16": (1.6e-2, 1.6e-2)}
+# A bf16 result outside that tolerance still passes when it is about as accurate as
+# eager's own bf16 result: its largest error against the model run in fp32 is at most
+# 1.5× eager's (+ 1e-3). Twelve bf16 layers drift from eager's bf16 result by more than
+# one ulp in both compilers alike; what matters is that neither is worse than eager.
+AS_ACCURATE_AS_EAGER = (1.5, 1e-3)
+
+
+def as_accurate_as_eager(got: torch.Tensor, want: torch.Tensor, reference: torch.Tensor) -> bool:
+    factor, slack = AS_ACCURATE_AS_EAGER
+    ref = reference.double()
+    err_got = (got.double() - ref).abs().max().item()
+    err_eager = (want.double() - ref).abs().max().item()
+    return err_got <= factor * err_eager + slack
 
 
 @dataclass
@@ -240,6 +255,10 @@ def run_cell(name: str, dtype: str, device: str, small: bool, max_rounds: int, b
     compiled = {"eager": eager}
     with torch.no_grad():
         want = eager(*inputs)
+        reference = None
+        if dtype != "fp32":  # the model in fp32, for the as-accurate-as-eager rule
+            fp32_inputs = tuple(x.float() if x.is_floating_point() else x for x in inputs)
+            reference = entry_point(case.module, "fp32", device)(*fp32_inputs)
         sync(device)
         for compiler in COMPILERS:
             try:
@@ -262,8 +281,10 @@ def run_cell(name: str, dtype: str, device: str, small: bool, max_rounds: int, b
             rtol, atol = TOLERANCES[dtype]
             cell.max_err[compiler] = (got.double() - want.double()).abs().max().item() if got.numel() else 0.0
             cell.ok[compiler] = bool(torch.allclose(got.float(), want.float(), rtol=rtol, atol=atol, equal_nan=True))
+            if not cell.ok[compiler] and reference is not None:
+                cell.ok[compiler] = as_accurate_as_eager(got, want, reference)
             del got
-        del want
+        del want, reference
         for contender, fn in list(compiled.items()):
             try:
                 cell.peak_mib[contender] = peak_mib(lambda fn=fn: fn(*inputs), device)

@@ -59,10 +59,13 @@ class Function(nn.Module):
     def __init__(self, fn: Callable, *params: torch.Tensor):
         super().__init__()
         self.fn = fn
-        self.params = nn.ParameterList([nn.Parameter(p, requires_grad=False) for p in params])
+        # Plain attributes, not a ParameterList: torch 2.11's Dynamo fails on an empty one.
+        self.names = tuple(f"p{i}" for i in range(len(params)))
+        for name, p in zip(self.names, params):
+            self.register_parameter(name, nn.Parameter(p, requires_grad=False))
 
     def forward(self, *args):
-        return self.fn(*args, *self.params)
+        return self.fn(*args, *(getattr(self, n) for n in self.names))
 
 
 class LastHiddenState(nn.Module):

@@ -69,9 +69,11 @@ from strata.codegen.llvm_index import lower_index
 from strata.codegen.llvm_lanes import I1, I32, I64, PTR, intrinsic, iota, lanes_of, splat, unify, vector_gep, with_lanes
 from strata.codegen.llvm_parallel import entry_point
 from strata.codegen.llvm_plan import BodyPlan, Lanes, RowLoop, choose_lanes, row_loops, stride_along
+from strata.codegen.llvm_random import emit_philox
 from strata.codegen.llvm_reductions import BLOCK, Accumulator
 from strata.codegen.llvm_scalar_ops import emit_elementwise
 from strata.dialects.kernel import FuncOp, IndexOp, LoadOp, ReduceOp, StoreOp
+from strata.dialects.kernel_random import PhiloxOp
 from strata.dialects.prim import ConvertElementTypeOp, ElementwiseOp, WhereOp
 from strata.dialects.types import sym
 
@@ -506,6 +508,8 @@ class _BodyEmitter:
     # ------------------------------------------------------------ ops
     def _emit_op(self, b: ir.IRBuilder, op: Operation, env: Env, point: LanePoint | None, values: Values) -> None:
         if isinstance(op, LoadOp):
+            if op.values:  # a data-dependent index names these values
+                env = {**env, **{name: values[v] for name, v in op.value_names.items()}}
             values[op.result] = self._load(b, op, env, point)
         elif isinstance(op, StoreOp):
             self._store(b, op, env, point, values[op.value])
@@ -514,6 +518,8 @@ class _BodyEmitter:
             values[op.result] = convert(b, index, "i64", dtype_of(op, op.result.type))
         elif isinstance(op, arith.ConstantOp):
             values[op.result] = _constant(op)
+        elif isinstance(op, PhiloxOp):
+            values[op.result] = emit_philox(b, values[op.seed], values[op.counter], op.word_index)
         elif isinstance(op, ElementwiseOp):
             args = [values[a] for a in op.args]
             name = op.name.removeprefix("prim.")
@@ -547,6 +553,8 @@ class _BodyEmitter:
         buffer = self.buffers[op.buffer]
         etype = memory_type(dtype)
         step = None if point is None else stride_along(op.index.data, point.var)
+        if isinstance(op, LoadOp) and any(lanes_of(env[name]) for name in op.value_names):
+            step = None  # the index values differ between lanes: a gather
         if point is None or step == 0:
             return "scalar", b.gep(buffer, [lower_index(b, op.index_expr, env)], inbounds=True, source_etype=etype)
         if step is not None:

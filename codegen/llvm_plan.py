@@ -19,6 +19,7 @@ from strata.codegen.errors import CodegenError
 from strata.codegen.llvm_dtypes import dtype_of, itemsize
 from strata.codegen.llvm_vmath import FUNCTIONS as VECTOR_MATH
 from strata.dialects.kernel import FuncOp, IndexedOp, LoadOp, ReduceOp, StoreOp
+from strata.dialects.kernel_random import PhiloxOp
 from strata.dialects.prim import ElementwiseOp
 from strata.dialects.types import sym
 
@@ -89,6 +90,8 @@ def op_cost(op: Operation) -> int:
         if name == "div" and _exact_reciprocal(op.args[1]):
             return 1  # LLVM multiplies by the reciprocal, exactly
         return _EXPENSIVE.get(name, 8 if name in VECTOR_MATH or name in _LIBM else 1)
+    if isinstance(op, PhiloxOp):
+        return 30  # ten rounds of two multiplies and four xors
     return 1
 
 

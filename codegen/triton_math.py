@@ -2,8 +2,8 @@
 
 Two libraries. `PORTABLE` helpers run on both targets: integer division and remainder
 with torch's rounding, integer powers and shifts, NaN-propagating reduction combiners,
-and the few float functions libdevice lacks (digamma). `INTERPRETER` helpers stand in
-for libdevice functions, which Triton's interpreter cannot call: they compute in f64
+the few float functions libdevice lacks (digamma), and philox (kernel.philox).
+`INTERPRETER` helpers stand in for libdevice functions, which Triton's interpreter cannot call: they compute in f64
 from tl.* primitives (which the interpreter evaluates with numpy) and round once, so
 that CPU results match torch within its test tolerances.
 
@@ -15,6 +15,8 @@ on CUDA, the `%` operator in the interpreter).
 from __future__ import annotations
 
 import re
+
+from strata.dialects import philox
 
 
 def _horner(var: str, coeffs: list[float]) -> str:
@@ -144,6 +146,35 @@ angle = {PI} * (y - tl.floor(y + 0.5))  # cot has period pi: keep tiny y exact
 r = tl.where(negative, r - {PI} * {{m}}.cos(angle) / {{m}}.sin(angle), r)
 r = tl.where(y == 0.0, tl.where(_signbit(y), {INF}, -{INF}), r)
 r = tl.where(negative & (y == tl.floor(y)), {NAN}, r)
+"""),
+    # kernel.philox: Triton's own tl.randint4x (philox 4x32-10, dialects/philox.py),
+    # written out so that it also runs in the interpreter; WORD picks the i32 word.
+    "philox": _jit("_philox(seed, counter, WORD: tl.constexpr)", f"""
+seed = seed.to(tl.uint64)
+k0 = (seed & 0xFFFFFFFF).to(tl.uint32)
+k1 = ((seed >> 32) & 0xFFFFFFFF).to(tl.uint32)
+counter = counter.to(tl.int64)
+c0 = counter.to(tl.uint32)
+c1 = (counter >> 32).to(tl.uint32)
+c2 = c0 * 0
+c3 = c0 * 0
+for _ in tl.static_range({philox.ROUNDS}):
+    _c0 = c0
+    _c2 = c2
+    c0 = tl.umulhi({philox.ROUND_B:#x}, _c2) ^ c1 ^ k0
+    c2 = tl.umulhi({philox.ROUND_A:#x}, _c0) ^ c3 ^ k1
+    c1 = tl.mul({philox.ROUND_B:#x}, _c2, sanitize_overflow=False)
+    c3 = tl.mul({philox.ROUND_A:#x}, _c0, sanitize_overflow=False)
+    k0 = tl.add(k0, {philox.KEY_A:#x}, sanitize_overflow=False)
+    k1 = tl.add(k1, {philox.KEY_B:#x}, sanitize_overflow=False)
+out = c0
+if WORD == 1:
+    out = c1
+if WORD == 2:
+    out = c2
+if WORD == 3:
+    out = c3
+return out.to(tl.int32, bitcast=True)
 """),
 }
 

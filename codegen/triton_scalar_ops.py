@@ -119,11 +119,12 @@ class ScalarOps:
     def where(self, cond: str, a: str, b: str) -> str:
         return f"tl.where({cond}, {a}, {b})"
 
-    def constant(self, value: float | int | bool, dtype: str) -> str:
+    def constant(self, value: float | int | bool, dtype: str, shape: str = "[]") -> str:
+        """A constant of `shape`: 0-d, unless the caller gives a block shape."""
         if dtype in FLOATS:
             # rounded here, so that no back end's conversion of the literal matters
             value = torch.tensor(float(value), dtype=DTYPES[dtype]).item()
-        return f"tl.full([], {literal(value, dtype)}, {tl_dtype(dtype)})"
+        return f"tl.full({shape}, {literal(value, dtype)}, {tl_dtype(dtype)})"
 
     def convert(self, a: str, src: str, dst: str) -> str:
         """torch's `.to()`: float→int truncates (and wraps for narrow types, as torch's

@@ -59,8 +59,9 @@ from strata.codegen.triton_tiles import (
     reduction_tile,
 )
 from strata.dialects import kernel
-from strata.dialects.prim import ConvertElementTypeOp, ElementwiseOp, WhereOp
-from strata.dialects.types import scalar_dtype, sym
+from strata.dialects.kernel_random import PhiloxOp
+from strata.dialects.prim import ConvertElementTypeOp, ElementwiseOp, WhereOp, reduction_identity
+from strata.dialects.types import DTYPES, scalar_dtype, sym
 
 # Names the generated module defines; shape symbols must not shadow them.
 RESERVED = frozenset(
@@ -69,7 +70,6 @@ RESERVED = frozenset(
     "LAYOUT SPLITTABLE ROW_LOADS PASSES".split()
 )
 GENERATED_NAME = re.compile(r"(x|r|v|in|out|ws)\d+$|(x|r)\d+_\d+$|acc_")
-INT64_MIN, INT32_MIN = -(2**63), -(2**31)
 # Code-generation switches, on by default; benchmarks/gpu_kernels.py --ablate turns
 # one off at a time to measure what it is worth.
 FEATURES = {"merge_index": True, "hoist_loads": True, "drop_masks": True, "eviction": True}
@@ -131,6 +131,11 @@ class KernelSource:
         for n, op in enumerate(body):
             if isinstance(op, kernel.IndexedOp):
                 self.index[op] = op.index_expr.xreplace(self.unit)
+                if isinstance(op, kernel.LoadOp) and op.values:  # v0, v1, … are values of the body
+                    names = {n: self.values[v].name for n, v in op.value_names.items()}
+                    self.index[op] = self.index[op].xreplace(
+                        {s: sympy.Symbol(names[s.name], integer=True) for s in self.index[op].free_symbols if s.name in names}
+                    )
             if op.results:
                 self.values[op.results[0]] = self._value(op, f"v{n}")
             elif isinstance(op, kernel.StoreOp):
@@ -147,10 +152,16 @@ class KernelSource:
 
     def _value(self, op: Operation, name: str) -> Value:
         dtype = scalar_dtype(op.results[0].type)
+        if isinstance(op, kernel.LoadOp) and op.values:
+            args = [self.values[a] for a in op.values]
+            return Value(name, dtype, _names_r(self.index[op]) or any(a.row for a in args), max(a.level for a in args))
         if isinstance(op, (kernel.LoadOp, kernel.IndexOp)):
             return Value(name, dtype, _names_r(self.index[op]), 0)
         if isinstance(op, arith.ConstantOp):
             return Value(name, dtype, False, 0)
+        if isinstance(op, PhiloxOp):
+            args = [self.values[a] for a in op.operands]
+            return Value(name, dtype, any(a.row for a in args), max(a.level for a in args))
         if isinstance(op, kernel.ReduceOp):
             return Value(name, dtype, False, self.values[op.value].level + 1)
         if isinstance(op, (ElementwiseOp, WhereOp, ConvertElementTypeOp)):
@@ -181,6 +192,8 @@ class KernelSource:
         row: allow for that too)."""
         if self.symbolic() or any(s.name in self.symbols for e in self.index.values() for s in e.free_symbols):
             return True
+        if any(isinstance(op, kernel.LoadOp) and op.values for op in self.index):
+            return True  # data-dependent indices are i64 values
         maxima = {f"x{i}": int(d) - 1 for i, d in enumerate(self.xdims)}
         maxima |= {f"r{i}": int(d) - 1 for i, d in enumerate(self.rdims)}
         slack = 2 * self.rnumel + 2**22 if self.splittable else self.rnumel + 2 * PERSISTENT_LIMIT
@@ -271,7 +284,8 @@ class KernelSource:
         n = int(numel)
         tiles = [t for t in self.tiles if variant == "pointwise" or variant_of(t) == variant]
         block = (lambda t: t.xblock) if which == "x" else (lambda t: t.rblock)
-        return any(n % block(t) for t in tiles)
+        # n == 0: every lane is off, which only the mask says (0 % block is 0)
+        return n == 0 or any(n % block(t) for t in tiles)
 
     # ------------------------------------------------------------------ module
     def kernel_names(self) -> dict[str, str]:
@@ -369,7 +383,9 @@ class BodyEmitter:
         """Loads first (in body order), so that all are in flight together."""
         if not FEATURES["hoist_loads"]:
             return ops
-        return [op for op in ops if isinstance(op, kernel.LoadOp)] + [op for op in ops if not isinstance(op, kernel.LoadOp)]
+        first = [op for op in ops if isinstance(op, kernel.LoadOp) and not op.values]  # gathers wait for their indices
+        hoisted = {id(op) for op in first}
+        return first + [op for op in ops if id(op) not in hoisted]
 
     # ------------------------------------------------------------------ domain
     def _header(self) -> None:
@@ -527,11 +543,17 @@ class BodyEmitter:
         if isinstance(op, kernel.IndexOp):
             return f"tl.cast({int_code(self.src.code_index[op])}, {tl_dtype(result.dtype)})"
         if isinstance(op, arith.ConstantOp):
-            return self.ops.constant(op.value.value.data, result.dtype)
+            # Triton's interpreter (3.9) gives a 0-d comparison its operands' dtype, and
+            # broadcasting it against a block then turns its bools into floats: there,
+            # constants are blocks of the kernel's scalar shape.
+            shape = "[]" if self.ops.cuda else ("[XBLOCK, 1]" if self.reduction else "[XBLOCK]")
+            return self.ops.constant(op.value.value.data, result.dtype, shape)
         if isinstance(op, WhereOp):
             return self.ops.where(*args)
         if isinstance(op, ConvertElementTypeOp):
             return self.ops.convert(args[0], scalar_dtype(op.x.type), result.dtype)
+        if isinstance(op, PhiloxOp):
+            return self.ops.helper("philox", *args, str(op.word_index))
         assert isinstance(op, ElementwiseOp)
         return self.ops.elementwise(op.name.removeprefix("prim."), scalar_dtype(op.args[0].type), args)
 
@@ -562,7 +584,8 @@ class BodyEmitter:
         return f"{self.src.buffers[op.buffer]} + ({code})"
 
     def _mask(self, op: kernel.LoadOp | kernel.StoreOp) -> str | None:
-        if self.reduction and _names_r(self.src.index[op]) and self.rmasked:
+        row = _names_r(self.src.index[op]) or (isinstance(op, kernel.LoadOp) and self.src.values[op.result].row)
+        if self.reduction and row and self.rmasked:
             return "xrmask" if self.xmasked else "rmask"
         return "xmask" if self.xmasked else None
 
@@ -574,8 +597,10 @@ class BodyEmitter:
             return ("0" if kind == "sum" else "1"), acc_t
         if acc_t in FLOATS:
             return ('-float("inf")' if kind == "amax" else 'float("inf")'), acc_t
-        low = INT64_MIN if acc_t == "i64" else INT32_MIN
-        return str(low if kind == "amax" else -low - 1), acc_t
+        # The value dtype's lowest (highest) value, not the accumulator's: an empty row
+        # gives it (prim.reduction_identity), and narrow ints accumulate in i32.
+        value_t = self.src.values[op.value].dtype
+        return str(int(reduction_identity(kind, DTYPES[value_t]))), acc_t
 
     def _masked(self, op: kernel.ReduceOp) -> str:
         """The operand with masked-off lanes replaced by the identity."""

@@ -56,6 +56,7 @@ from xdsl.traits import IsTerminator, NoTerminator, Pure, SymbolOpInterface
 from xdsl.utils.exceptions import VerifyException
 
 from strata.dialects.prim import dims_attr, dims_of
+from strata.dialects.kernel_random import PhiloxOp
 from strata.dialects.types import Dim, TensorType, scalar_dtype, sym
 
 REDUCE_KINDS = ("sum", "prod", "amax", "amin")
@@ -101,24 +102,41 @@ class IndexedOp(IRDLOperation):
 
 @irdl_op_definition
 class LoadOp(IndexedOp):
-    """One element of a buffer (a row, if the index names a reduction variable)."""
+    """One element of a buffer (a row, if the index names a reduction variable or a
+    value that is a row).
+
+    A *data-dependent* load (a gather) also takes i64 scalar `values`: its index may
+    name `v0`, `v1`, … for them (`kernel.load %b["4*x0 + v0"](%i : i64)`). Whoever
+    builds one keeps those values within the buffer (fusion clamps gather indices,
+    passes/fusion/gather.py): no back end checks them."""
 
     name = "kernel.load"
     buffer = operand_def(BufferType)
+    values = var_operand_def()
     result = result_def()
-    assembly_format = "$buffer `[` $index `]` attr-dict `:` type($buffer) `->` type($result)"
+    assembly_format = (
+        "$buffer `[` $index `]` (`(` $values^ `:` type($values) `)`)? attr-dict `:` type($buffer) `->` type($result)"
+    )
 
-    def __init__(self, buffer: SSAValue, index: sympy.Expr):
+    def __init__(self, buffer: SSAValue, index: sympy.Expr, values: Sequence[SSAValue] = ()):
         super().__init__(
-            operands=[buffer],
+            operands=[buffer, list(values)],
             result_types=[buffer.type.element],
             properties={"index": StringAttr(sympy.sstr(index))},
         )
+
+    @property
+    def value_names(self) -> dict[str, SSAValue]:
+        """`v0`, `v1`, … → the values a data-dependent index names."""
+        return {f"v{i}": v for i, v in enumerate(self.values)}
 
     def verify_(self) -> None:
         self.verify_index()
         if self.result.type != self.buffer.type.element:
             raise VerifyException("kernel.load: result type must be the buffer's element type")
+        for v in self.values:
+            if v.type != i64:
+                raise VerifyException(f"kernel.load: index values must be i64, got {v.type}")
 
 
 @irdl_op_definition
@@ -256,14 +274,15 @@ class FuncOp(IRDLOperation):
         allowed = {f"x{i}" for i in range(len(self.pointwise.data))}
         allowed |= {f"r{i}" for i in range(len(self.reduction.data))}
         for name in self.symbol_names:
-            if name[:1] in ("x", "r") and name[1:].isdigit():
+            if name[:1] in ("x", "r", "v") and name[1:].isdigit():
                 raise VerifyException(f"kernel.func @{self.sym_name.data}: shape symbol '{name}' looks like a loop variable")
         allowed |= set(self.symbol_names)
         for dim in (*self.pointwise_dims, *self.reduction_dims):
             _check_free(self, sym(dim), set(self.symbol_names), "domain")
         for op in self.block.ops:
             if isinstance(op, IndexedOp):
-                _check_free(self, op.index_expr, allowed, op.name)
+                named = set(op.value_names) if isinstance(op, LoadOp) else set()
+                _check_free(self, op.index_expr, allowed | named, op.name)
             if isinstance(op, LoadOp) and op.buffer in self.outputs:
                 raise VerifyException(f"kernel.func @{self.sym_name.data}: loads from an output buffer")
             if isinstance(op, StoreOp) and op.buffer in self.inputs:
@@ -372,6 +391,6 @@ def element_of(buffer: SSAValue) -> str:
 
 Kernel = Dialect(
     "kernel",
-    [LoadOp, StoreOp, ReduceOp, IndexOp, FuncOp, ProgramOp, LaunchOp, ReturnOp],
+    [LoadOp, StoreOp, ReduceOp, IndexOp, FuncOp, ProgramOp, LaunchOp, ReturnOp, PhiloxOp],
     [BufferType],
 )

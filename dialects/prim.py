@@ -566,8 +566,24 @@ def _prod_dims(x, dims):
     return x
 
 
+def reduction_identity(kind: str, dtype: torch.dtype) -> int | float | bool:
+    """What `kind` gives over no element: 0, 1, and for amax (amin) the dtype's lowest
+    (highest) value, -inf (inf) for floats. Eager's amax and amin refuse an empty
+    dim; prim's give this, as do the kernel interpreter and both code generators."""
+    if kind in ("sum", "prod"):
+        return int(kind == "prod")
+    top = kind == "amin"
+    if dtype == torch.bool:
+        return top
+    if dtype.is_floating_point:
+        return math.inf if top else -math.inf
+    info = torch.iinfo(dtype)
+    return info.max if top else info.min
+
+
 class ReductionOp(TensorOp):
-    """Reduces over `dims`, which disappear from the result (no keepdim)."""
+    """Reduces over `dims`, which disappear from the result (no keepdim); over an
+    empty dim the result is the identity (`reduction_identity`)."""
 
     x = operand_def()
     result = result_def()
@@ -595,6 +611,9 @@ class ReductionOp(TensorOp):
         ds = list(ints_of(self.dims))
         if not ds:
             return x.clone()
+        if any(x.shape[d] == 0 for d in ds):
+            kept = [n for i, n in enumerate(x.shape) if i not in ds]
+            return torch.full(kept, reduction_identity(self.KIND, x.dtype), dtype=x.dtype)
         return REDUCTIONS[self.KIND](x, ds)
 
 
@@ -792,6 +811,11 @@ def _convolution_dims(x: Sequence[Dim], w: Sequence[Dim], stride, padding, dilat
 LIBRARY_OPS = (MmOp, BmmOp, ConvolutionOp)
 VIEW_OPS = (BroadcastInDimOp, ReshapeOp, PermuteOp, SliceOp)
 
+from strata.dialects.prim_random import RANDOM_OPS  # noqa: E402  (it builds on the classes above)
+from strata.dialects.prim_convolution_backward import CONVOLUTION_BACKWARD_OPS  # noqa: E402  (likewise)
+from strata.dialects.prim_indexing import INDEXING_OPS  # noqa: E402  (likewise)
+from strata.dialects.prim_scan import SCAN_OPS  # noqa: E402  (likewise)
+
 Prim = Dialect(
     "prim",
     [
@@ -809,5 +833,9 @@ Prim = Dialect(
         MmOp,
         BmmOp,
         ConvolutionOp,
+        *RANDOM_OPS,
+        *CONVOLUTION_BACKWARD_OPS,
+        *INDEXING_OPS,
+        *SCAN_OPS,
     ],
 )

@@ -64,8 +64,10 @@ def run_pipeline(
     verify: bool = True,
     trace: Trace | None = None,
     report: reports.GraphReport | None = None,
+    pass_options: dict[str, dict[str, Any]] | None = None,
 ) -> dict[str, float]:
-    """Runs the named passes in order; returns the seconds each took."""
+    """Runs the named passes in order (with the options `pass_options` gives a pass
+    by name); returns the seconds each took."""
     ctx = strata_context()
     times: dict[str, float] = {}
     count = passes_log.isEnabledFor(logging.INFO) or report is not None
@@ -81,7 +83,7 @@ def run_pipeline(
         before = reports.count_ops(module) if count else None
         start = time.perf_counter()
         try:
-            PASSES[name]()().apply(ctx, module)
+            PASSES[name]()(**(pass_options or {}).get(name, {})).apply(ctx, module)
             if verify:
                 module.verify()
         except Exception as e:
@@ -206,7 +208,9 @@ def _compile(gm, example_inputs, options, number: int, compile_id: str | None, k
     trace.level("0_aten", module)
     names = [n.strip() for n in options["pipeline"].split(",") if n.strip()]
     with recording_declines() as declines:
-        run_pipeline(module, names, options["verify"], trace, report)
+        # fallback_random: random ops stay aten and run as eager's kernels.
+        pass_options = {"decompose": {"fallback_random": bool(options["fallback_random"])}}
+        run_pipeline(module, names, options["verify"], trace, report, pass_options)
     trace.level("2_kernel", module)
     if report is not None:
         report.ops["kernel"] = reports.count_ops(module)
@@ -288,6 +292,8 @@ def _warn_fallbacks(module: ModuleOp, declines: list[tuple[str, str | None, str]
     for name in sorted(ops):
         op = ops[name]
         reason = reports.fallback_reason(op, declines)
+        if "fallback_random:" in reason:
+            continue  # the user asked for eager random ops
         source = reports.source_text(op)
         where = f" at {source.partition(' @ ')[2]}" if source and " @ " in source else ""
         warnings.warn(f"strata: no lowering covers {name} ({reason}){where}; it runs as the eager kernel")

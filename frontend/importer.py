@@ -178,7 +178,7 @@ def _import_call(builder: Builder, env: dict, n: torch.fx.Node) -> None:
         if a.kind == "Tensor" and isinstance(values.get(a.name), int | float | bool):
             values[a.name] = _scalar_tensor(builder, values[a.name])
     results = _flatten(val) if isinstance(val, list | tuple) else [val]
-    result_types = [tensor_type_of(r) for r in results if r is not None]
+    result_types = _result_types(sig, results)
     try:
         op = aten.build(sig.qualified_name, values, result_types)
     except Exception as e:
@@ -186,10 +186,25 @@ def _import_call(builder: Builder, env: dict, n: torch.fx.Node) -> None:
     op.attributes["strata.source"] = StringAttr(_source_of(n))
     builder.insert(op)
     if isinstance(val, list | tuple):
-        it = iter(op.outs)
-        env[n] = [next(it) if r is not None else None for r in _flatten(val)]
+        if len(op.outs) == len(results):  # absent results have placeholders
+            env[n] = [o if r is not None else None for o, r in zip(op.outs, results)]
+        else:
+            it = iter(op.outs)
+            env[n] = [next(it) if r is not None else None for r in results]
     else:
         env[n] = op.outs[0]
+
+
+def _result_types(sig: aten.Signature, results: list[Any]) -> list[TensorType]:
+    """The types of an op's results. A result the op does not compute (convolution_backward
+    with output_mask [False, True, True] gives None for the input's gradient) is still a
+    result of the schema: it gets a placeholder type of no elements, and the eager kernel
+    gives None there, which nothing reads."""
+    present = [tensor_type_of(r) for r in results if r is not None]
+    if len(present) == len(results) or sig.num_results != len(results) or not present:
+        return present
+    placeholder = TensorType([0], present[0].dtype)
+    return [tensor_type_of(r) if r is not None else placeholder for r in results]
 
 
 def _scalar_overload(n: torch.fx.Node) -> torch.FunctionSchema | None:

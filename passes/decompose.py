@@ -27,6 +27,7 @@ from xdsl.utils.exceptions import VerifyException
 
 from strata.dialects.aten import AtenOp
 from strata.dialects.prim import types_match
+from strata.dialects.prim_random import RandomSeedOp
 from strata.passes.decompositions import RULES
 from strata.passes.decompositions.builder import Decline, PrimBuilder
 from strata.passes.provenance import blame, source_of
@@ -52,7 +53,11 @@ def recording_declines() -> Iterator[list[tuple[str, str | None, str]]]:
 
 @dataclass(frozen=True)
 class DecomposePass(ModulePass):
+    """`fallback_random`: leave the ops that would draw random numbers aten, so that
+    they run as eager's kernels, with eager's bits (the `fallback_random` option)."""
+
     name = "decompose"
+    fallback_random: bool = False
 
     def apply(self, ctx: Context, op: ModuleOp) -> None:
         sink = DECLINES.get()
@@ -63,7 +68,7 @@ class DecomposePass(ModulePass):
                     if isinstance(inner, AtenOp):
                         name = inner.name
                         try:
-                            reason = decompose(inner)
+                            reason = decompose(inner, self.fallback_random)
                         except Exception as e:
                             blame(e, inner)  # the error message names the op and its source
                             raise
@@ -79,8 +84,9 @@ class DecomposePass(ModulePass):
             log.debug("rewrote %s", ", ".join(f"{n} x{c}" if c > 1 else n for n, c in sorted(done.items())))
 
 
-def decompose(op: AtenOp) -> str | None:
-    """Replaces `op` by prim ops; returns why not, when it stays."""
+def decompose(op: AtenOp, fallback_random: bool = False) -> str | None:
+    """Replaces `op` by prim ops; returns why not, when it stays. With
+    `fallback_random`, a rule that draws random numbers is not applied."""
     rule = RULES.get(op.overload_name)
     if rule is None:
         return "no rule"
@@ -91,6 +97,8 @@ def decompose(op: AtenOp) -> str | None:
         _check(op, b, values)
     except Decline as e:
         return str(e)
+    if fallback_random and any(isinstance(new, RandomSeedOp) for new in b.ops):
+        return "fallback_random: random ops run as eager's kernels"
     Rewriter.insert_op(b.ops, InsertPoint.before(op))
     for result, value in zip(op.results, values):
         result.replace_all_uses_with(value)

@@ -7,8 +7,9 @@ made in advance (which argument dim gives which symbol), and each step reads and
 writes registers: allocate a launch's outputs and call its kernel (compiled kernels
 through their raw entry point); run a library call or view (torch; views, mm and bmm
 of static shapes with their arguments worked out once, the others through the prim
-op's reference); run an eager fallback (aten op). Inputs laid out differently from what
-the kernels were compiled for are copied into that layout first.
+op's reference); run an eager fallback (aten op); draw the graph's random seeds, all
+at once (runtime/random_seeds.py). Inputs laid out differently from what the kernels
+were compiled for are copied into that layout first.
 """
 
 from __future__ import annotations
@@ -26,7 +27,9 @@ from strata.dialects import aten
 from strata.dialects import kernel as kd
 from strata.dialects import prim
 from strata.dialects.prim import PrimOp
+from strata.dialects.prim_random import RandomSeedOp
 from strata.dialects.types import DTYPES, Dim, TensorType, bound_symbols, sym
+from strata.runtime.random_seeds import draw_seeds_step
 
 Step = Callable[[list, dict], None]
 
@@ -71,8 +74,13 @@ class CompiledGraph:
         ]
         self.steps: list[Step] = []
         step_ops = []
+        seeds = [op for op in self.program.block.ops if isinstance(op, RandomSeedOp)]
         for op in self.program.block.ops:
-            if isinstance(op, kd.LaunchOp):
+            if isinstance(op, RandomSeedOp):  # one draw, at the first, for all of them
+                if op is not seeds[0]:
+                    continue
+                self.steps.append(draw_seeds_step([self._slot(s.result) for s in seeds], self.device))
+            elif isinstance(op, kd.LaunchOp):
                 self.steps.append(self._launch_step(op, funcs[op.callee.string_value()]))
             elif isinstance(op, kd.ReturnOp):
                 self.results = list(op.values)
@@ -176,6 +184,16 @@ class CompiledGraph:
         # Kernels read library results as contiguous buffers; only views (which feed
         # library calls and the graph's results, never kernels) keep their strides.
         keep_layout = isinstance(op, prim.VIEW_OPS)
+        if len(op.results) > 1:  # prim.sort, prim.topk: one register per result
+            results = [self._slot(r) for r in op.results]
+
+            def multi_step(regs: list, env: dict) -> None:
+                with bound_symbols(env):
+                    outs = op.reference(*[regs[i] for i in operands])
+                for r, t in zip(results, outs):
+                    regs[r] = t.contiguous()
+
+            return multi_step
 
         def step(regs: list, env: dict) -> None:
             with bound_symbols(env):
@@ -187,9 +205,17 @@ class CompiledGraph:
     def _eager_step(self, op: aten.AtenOp) -> Step:
         operands = [self._slot(v) for v in op.operands]
         results = [self._slot(v) for v in op.results]
+        # Tensors have value semantics here: a `clone(memory_format=contiguous)` that
+        # AOTAutograd put before a kernel needing contiguous inputs
+        # (_embedding_bag_forward_only) is gone, so the eager kernel gets contiguous
+        # operands; views of storage (as_strided) keep theirs.
+        layout_free = op.overload_name not in ("aten::as_strided",)
 
         def step(regs: list, env: dict) -> None:
-            outs = aten.call_eager(op, [regs[i] for i in operands], env)
+            args = [regs[i] for i in operands]
+            if layout_free:
+                args = [a.contiguous() if isinstance(a, torch.Tensor) else a for a in args]
+            outs = aten.call_eager(op, args, env)
             for r, t in zip(results, outs):
                 regs[r] = t.contiguous() if isinstance(t, torch.Tensor) else t
 

@@ -9,6 +9,6 @@ that a code generator cannot compile.
 from __future__ import annotations
 
 from strata.runtime.interpreters import run_kernel, run_program
-from strata.runtime.interpreters.kernel import IDENTITY, flat_storage
+from strata.runtime.interpreters.kernel import flat_storage
 
-__all__ = ["IDENTITY", "flat_storage", "run_kernel", "run_program"]
+__all__ = ["flat_storage", "run_kernel", "run_program"]

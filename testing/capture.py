@@ -84,6 +84,11 @@ def run_case(
     return capture
 
 
+def tolerance(dtype: torch.dtype) -> float:
+    """The relative and absolute tolerance of a floating dtype's results."""
+    return {torch.float16: 1e-2, torch.bfloat16: 2e-2}.get(dtype, 1e-5)
+
+
 def assert_close(before: Sequence[Any], after: Sequence[Any]) -> None:
     """Same dtypes and shapes; bit-equal for integers and bools; within the dtype's
     rounding for floats (the passes may compute f16/bf16 in f32, as kernels do)."""
@@ -91,7 +96,7 @@ def assert_close(before: Sequence[Any], after: Sequence[Any]) -> None:
     for b, a in zip(before, after):
         assert a.dtype == b.dtype and a.shape == b.shape, (a.dtype, a.shape, b.dtype, b.shape)
         if b.dtype.is_floating_point:
-            tol = {torch.float16: 1e-2, torch.bfloat16: 2e-2}.get(b.dtype, 1e-5)
+            tol = tolerance(b.dtype)
             torch.testing.assert_close(a, b, rtol=tol, atol=tol, equal_nan=True)
         else:
             assert torch.equal(a, b)

@@ -173,6 +173,38 @@ def _zoo_prim_op(draw, palette: Palette, block: Block, cls: type[Operation]) -> 
 
         x, w, stride, padding, dilation, groups = draw(convolution_shapes(draw(zoo_dims())))
         return prim.ConvolutionOp(arg(TensorType(x, "f32")), arg(TensorType(w, "f32")), stride, padding, dilation, groups)
+    from strata.dialects import prim_indexing, prim_scan
+
+    if cls in (prim_indexing.GatherOp, prim_indexing.ScatterOp):
+        shape = [draw(st.integers(1, 4)), draw(st.integers(1, 4))]
+        x, index = arg(TensorType(shape, "f32")), arg(TensorType([shape[0], 2], "i64"))
+        if cls is prim_indexing.GatherOp:
+            return cls(x, index, 1)
+        reduce = draw(st.sampled_from(prim_indexing.SCATTER_REDUCE))
+        return cls(x, index, arg(TensorType([shape[0], 2], "f32")), 1, reduce, draw(st.booleans()))
+    if cls in (prim_scan.CumsumOp, prim_scan.CumprodOp, prim_scan.SortOp, prim_scan.TopkOp):
+        if not dims or t.dtype == "i1":
+            t, dims = TensorType([2], "f32"), [2]
+        d = draw(st.integers(0, len(dims) - 1))
+        if cls is prim_scan.SortOp:
+            return cls(arg(t), d, draw(st.booleans()), draw(st.booleans()))
+        if cls is prim_scan.TopkOp:
+            return cls(arg(t), 1, d, draw(st.booleans()), True)
+        return cls(arg(t), d)
+    from strata.dialects import prim_convolution_backward, prim_random
+
+    if cls is prim_random.RandomSeedOp:
+        return cls()
+    if cls in prim_random.PHILOX_OPS:
+        return cls(arg(prim_random.SEED_TYPE), dims, draw(st.one_of(st.sampled_from([0, 2**40]), zoo_dims())))
+    if cls in prim_convolution_backward.CONVOLUTION_BACKWARD_OPS:
+        from strata.testing.prim_programs import convolution_shapes
+
+        x, w, stride, padding, dilation, groups = draw(convolution_shapes(draw(zoo_dims())))
+        grad = TensorType(prim._convolution_dims(x, w, stride, padding, dilation), "f32")
+        if cls is prim_convolution_backward.ConvolutionBackwardInputOp:
+            return cls(arg(grad), arg(TensorType(w, "f32")), x, stride, padding, dilation, groups)
+        return cls(arg(grad), arg(TensorType(x, "f32")), w, stride, padding, dilation, groups)
     raise GeneratorError(f"the zoo does not know {cls.name}: add it to _zoo_prim_op in testing/op_zoo.py")
 
 
@@ -207,6 +239,8 @@ def _zoo_kernel_func(draw, name: str, reduction: bool) -> kd.FuncOp:
 
     x = add(kd.LoadOp(inp, sym(draw(exprs))))
     add(kd.IndexOp(sym(draw(exprs)), draw(st.sampled_from([i64, scalar_type("i32")]))))
+    counter = add(kd.IndexOp(sym(draw(exprs))))
+    add(kd.PhiloxOp(counter, counter, draw(st.integers(0, 3))))
     if is_float(dtype):
         value = FloatAttr(draw(st.floats(allow_nan=False, allow_infinity=False, width=16)), et)
     else:

@@ -21,7 +21,9 @@ def single_op_module(overload: str, inputs: Sequence[torch.Tensor], **constants:
     takes all that remain, a Tensor? the next one if any remains), the rest come
     from `constants`; the result types are those of the eager result."""
     sig = aten.signature_of(aten.torch_overload(overload)._schema)
-    block = Block(arg_types=[tensor_type_of(t) for t in inputs])
+    # A Tensor?[] argument is given as one list of tensors and Nones.
+    flat = [t for x in inputs for t in (x if isinstance(x, list) else [x]) if t is not None]
+    block = Block(arg_types=[tensor_type_of(t) for t in flat])
     args = iter(block.args)
     values: dict[str, Any] = dict(constants)
     eager_args: dict[str, Any] = dict(constants)
@@ -33,6 +35,9 @@ def single_op_module(overload: str, inputs: Sequence[torch.Tensor], **constants:
             values[a.name], eager_args[a.name] = next(args, None), next(tensors, None)
         elif a.kind == "Tensor[]":
             values[a.name], eager_args[a.name] = list(args), list(tensors)
+        elif a.kind == "Tensor?[]":
+            given = next(tensors)
+            values[a.name], eager_args[a.name] = [None if t is None else next(args) for t in given], given
         elif a.is_tensor:
             raise ValueError(f"{a.kind} arguments are not supported here")
     result = aten.torch_overload(overload)(**eager_args)

@@ -13,3 +13,21 @@ def _fresh_dynamo():
     torch._dynamo.reset()
     yield
     torch._dynamo.reset()
+
+
+def pytest_addoption(parser):
+    parser.addoption("--slow", action="store_true", help="also run the tests marked slow (the full training matrix)")
+
+
+def pytest_configure(config):
+    config.addinivalue_line("markers", "slow: a long test (the full training matrix); skipped unless --slow")
+
+
+def pytest_collection_modifyitems(config, items):
+    # The default suite stays within its time budget; --slow runs everything.
+    if config.getoption("--slow"):
+        return
+    skip = pytest.mark.skip(reason="slow: run with --slow")
+    for item in items:
+        if "slow" in item.keywords:
+            item.add_marker(skip)

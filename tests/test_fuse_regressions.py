@@ -2,12 +2,19 @@
 
 from __future__ import annotations
 
+import math
+
+import pytest
 import torch
 
 from strata.dialects.context import parse_module, strata_context
+from strata.dialects.prim import reduction_identity
 from strata.passes.fuse import FusePass
 from strata.runtime.compiled_graph import CompiledGraph
+from strata.runtime.interpreters import interpret_module
 from strata.runtime.kernel_interpreter import run_kernel
+from strata.testing.checks import check_codegen, check_values
+from strata.testing.inputs import make_inputs
 
 
 def test_reshape_of_a_zero_size_tensor():
@@ -44,3 +51,61 @@ func.func @graph(%x: !strata.tensor<[3, 4], f32> {strata.strides = [1 : i64, 3 :
     graph = CompiledGraph(module, compile_kernel, torch.device("cpu"))
     x = torch.randn(4, 3).t()
     torch.testing.assert_close(graph([x])[0], x.exp())
+
+
+EMPTY_BROADCAST = """builtin.module {
+func.func @graph(%x: !strata.tensor<[1, 0], f32> {strata.strides = [0 : i64, 0 : i64]}, %y: !strata.tensor<["s0", 3], f32> {strata.strides = [0 : i64, 1 : i64]}) -> (!strata.tensor<[], f32>, !strata.tensor<[3], f32>) {
+  %s = prim.sum %x {dims = array<i64: 0, 1>} : (!strata.tensor<[1, 0], f32>) -> !strata.tensor<[], f32>
+  %m = prim.amax %y {dims = array<i64: 0>} : (!strata.tensor<["s0", 3], f32>) -> !strata.tensor<[3], f32>
+  func.return %s, %m : !strata.tensor<[], f32>, !strata.tensor<[3], f32>
+}}"""
+
+
+@pytest.mark.parametrize("codegen", ["llvm", "triton"])
+def test_reduction_of_an_empty_broadcast_input(codegen):
+    """A row read through a stride of 0 from a tensor that is empty (statically, or
+    with s0 = 0) has no element to load: the load stays in the row's empty loop
+    instead of reading element 0 of an empty buffer (found by the generators)."""
+    module = parse_module(EMPTY_BROADCAST)
+    before = module.clone()
+    FusePass().apply(strata_context(), module)
+    for spec in ("seed=0,s0=0", "seed=0,s0=3"):
+        assert check_values(before, module, spec) is None
+        assert check_codegen(module, codegen, spec) is None
+
+
+def _reductions_of_nothing() -> tuple[str, list[str]]:
+    """Every reduction kind over an empty dim (and a symbolic one, s0 = 0 at run time),
+    of every kind of dtype: the program and the kind of each result."""
+    lines, types, names, kinds = [], [], [], []
+    for kind in ("sum", "prod", "amax", "amin"):
+        for dtype in ("f32", "bf16", "i64", "i8", "u8", "i1"):
+            for x, dims, out in ((f"[0, 3], {dtype}", "0", f"[3], {dtype}"), (f'[2, "s0"], {dtype}', "1", f"[2], {dtype}")):
+                name = f"%{kind}_{dtype}_{len(names)}"
+                lines.append(f"  {name} = prim.{kind} %{dtype}{dims} {{dims = array<i64: {dims}>}} : (!strata.tensor<{x}>) -> !strata.tensor<{out}>")
+                types.append(f"!strata.tensor<{out}>")
+                names.append(name)
+                kinds.append(kind)
+    args = ", ".join(f'%{d}0: !strata.tensor<[0, 3], {d}>, %{d}1: !strata.tensor<[2, "s0"], {d}>' for d in ("f32", "bf16", "i64", "i8", "u8", "i1"))
+    text = (
+        f"func.func @graph({args}) -> ({', '.join(types)}) {{\n" + "\n".join(lines)
+        + f"\n  func.return {', '.join(names)} : {', '.join(types)}\n}}"
+    )
+    return text, kinds
+
+
+@pytest.mark.parametrize("codegen", ["llvm", "triton"])
+def test_reductions_of_nothing_give_their_identity(codegen):
+    """sum 0, prod 1, amax the dtype's lowest value and amin its highest (-inf and inf
+    for floats, False and True for bools), where eager's amax and amin refuse: in prim's
+    reference, the kernel interpreter and the generated code alike."""
+    text, kinds = _reductions_of_nothing()
+    module = parse_module(text)
+    results = interpret_module(module, make_inputs(module, "seed=0,s0=0"))
+    for kind, r in zip(kinds, results):
+        assert torch.equal(r, torch.full_like(r, reduction_identity(kind, r.dtype))), (kind, r)
+    assert results[kinds.index("amax")].tolist() == [-math.inf] * 3 and results[-2].tolist() == [True] * 3
+    before = module.clone()
+    FusePass().apply(strata_context(), module)
+    assert check_values(before, module, "seed=0,s0=0") is None
+    assert check_codegen(module, codegen, "seed=0,s0=0") is None

@@ -24,14 +24,13 @@ from hypothesis import assume, given
 from hypothesis import strategies as st
 
 from strata.dialects.context import parse_module
-from strata.dialects.types import TensorType, concrete
 from strata.frontend.compile_graph import run_pipeline
 from strata.passes.registry import DEFAULT_PIPELINE, PASSES
 from strata.testing import profiles  # noqa: F401  (loads the hypothesis profile)
 from strata.testing import strategies as sst
 from strata.testing.checks import check_codegen, check_values
 from strata.testing.graphs import Program
-from strata.testing.inputs import InputSpec, free_symbols, signature_of
+from strata.testing.inputs import InputSpec
 
 # The programs each pass is tested on: generated aten or prim programs, or aten
 # programs after infer-shapes and decompose (prim ops and the aten ops left over).
@@ -103,115 +102,8 @@ class KnownBug:
         return check_codegen(module, self.codegen, self.spec)
 
 
-def _inputs(program: Program) -> list[tuple[list[int], list[int]]]:
-    """(sizes, strides) of each tensor argument under the program's input spec."""
-    env = {name: program.spec.bindings.get(name, 3) for name in free_symbols(signature_of(program.module))}
-    sig = signature_of(program.module)
-    out = []
-    for t, strides in zip(sig.types, sig.strides):
-        if isinstance(t, TensorType):
-            sizes = concrete(t.dims, env)
-            out.append((sizes, concrete(strides, env) if strides is not None else [1] * len(sizes)))
-    return out
-
-
-def _empty_with_zero_stride(program: Program) -> bool:
-    return any(0 in sizes and any(st == 0 and n != 1 for n, st in zip(sizes, strides)) for sizes, strides in _inputs(program))
-
-
-def _ops(program: Program, *names: str) -> list:
-    return [op for op in program.module.walk() if op.name in names]
-
-
-def _has_zero_dim(op) -> bool:
-    return any(isinstance(v.type, TensorType) and 0 in v.type.dims for v in (*op.operands, *op.results))
-
-
-def _any_of_nothing(program: Program) -> bool:
-    env = program.spec.bindings
-    for op in _ops(program, "aten.any.dim", "aten.any.dims", "aten.any", "aten.call"):
-        t = op.operands[0].type
-        if op.name == "aten.call" and not op.overload_name.startswith("aten::all"):
-            continue
-        if 0 in concrete(t.dims, {**{s: 3 for s in free_symbols(signature_of(program.module))}, **env}):
-            return True
-    return False
-
-
-def _exact_gelu_of_infinity(program: Program) -> bool:
-    return program.spec.special and any(
-        op.constant("approximate") in (None, "none") for op in _ops(program, "aten.gelu.default")
-    )
-
-
-def _rounding_division_in_half_precision(program: Program) -> bool:
-    for op in _ops(program, "aten.div.Tensor_mode", "aten.div.Scalar_mode"):
-        if op.operands[0].type.dtype in ("f16", "bf16"):
-            return True
-    return False
-
-
-KNOWN_BUGS: dict[str, KnownBug] = {
-    "decompose-any-of-nothing": KnownBug(
-        where="passes/decompositions/reduction.py (aten.any.dim and its kin)",
-        summary="any over an empty dim decomposes to prim.amax over that dim, which has no "
-        "value there (torch.amax refuses it): the decomposed program cannot run; eager gives False",
-        repro="""
-func.func @graph(%x: !strata.tensor<[0, 3], f32>) -> !strata.tensor<[3], i1> {
-  %r = aten.any.dim %x {dim = 0 : i64} : (!strata.tensor<[0, 3], f32>) -> !strata.tensor<[3], i1>
-  func.return %r : !strata.tensor<[3], i1>
-}""",
-        passes=("decompose",),
-        spec="seed=0",
-        matches=_any_of_nothing,
-    ),
-    "decompose-rounding-division-in-half-precision": KnownBug(
-        where="passes/decompositions/elementwise.py (div with rounding_mode)",
-        summary="div(x, y, rounding_mode='trunc' or 'floor') of bf16/f16 tensors: eager's vectorized "
-        "kernel (8 elements and more) rounds the quotient to bf16 before truncating, the decomposition "
-        "truncates the f32 quotient: 2.234375 / -0.74609375 is -3 in eager, -2 decomposed (eager's "
-        "one-element path also gives -2)",
-        repro="""
-func.func @graph() -> !strata.tensor<[32], bf16> {
-  %x = aten.full.default {size = [32 : i64], fill_value = 2.234375 : f64, dtype = "bf16"} : () -> !strata.tensor<[32], bf16>
-  %y = aten.full.default {size = [32 : i64], fill_value = -0.74609375 : f64, dtype = "bf16"} : () -> !strata.tensor<[32], bf16>
-  %q = aten.div.Tensor_mode %x, %y {rounding_mode = "trunc"} : (!strata.tensor<[32], bf16>, !strata.tensor<[32], bf16>) -> !strata.tensor<[32], bf16>
-  func.return %q : !strata.tensor<[32], bf16>
-}""",
-        passes=("decompose",),
-        spec="seed=0",
-        matches=_rounding_division_in_half_precision,
-    ),
-    "decompose-gelu-of-infinity": KnownBug(
-        where="passes/decompositions/elementwise.py (gelu), or torch",
-        summary="gelu(+inf) (approximate='none'): eager's vectorized kernel (7 elements and more) "
-        "gives NaN, its one-element path and the decomposition (x/2 (1 + erf(x/sqrt 2))) give +inf; "
-        "the decomposition must pick one",
-        repro="""
-func.func @graph() -> !strata.tensor<[8], f32> {
-  %x = aten.full.default {size = [8 : i64], fill_value = 0x7FF0000000000000 : f64, dtype = "f32"} : () -> !strata.tensor<[8], f32>
-  %g = aten.gelu.default %x : (!strata.tensor<[8], f32>) -> !strata.tensor<[8], f32>
-  func.return %g : !strata.tensor<[8], f32>
-}""",
-        passes=("decompose",),
-        spec="seed=0",
-        matches=_exact_gelu_of_infinity,
-    ),
-    "fuse-load-from-empty-buffer": KnownBug(
-        where="passes/fusion/lower.py (a row load that lost its reduction variable)",
-        summary="a sum over all dims of an empty input with zero strides (an expanded tensor) "
-        "becomes a kernel that loads element 0 of the empty buffer (index '0', no r0): out of "
-        "bounds; LLVM's loop happens to skip it, Triton's CPU interpreter segfaults",
-        repro="""
-func.func @graph(%x: !strata.tensor<[1, 0], f32> {strata.strides = [0 : i64, 0 : i64]}) -> !strata.tensor<[], f32> {
-  %s = prim.sum %x {dims = array<i64: 0, 1>} : (!strata.tensor<[1, 0], f32>) -> !strata.tensor<[], f32>
-  func.return %s : !strata.tensor<[], f32>
-}""",
-        passes=("fuse",),
-        spec="seed=0",
-        matches=_empty_with_zero_stride,
-    ),
-}
+# Each entry: a bug these properties found and that is not fixed yet, with its repro.
+KNOWN_BUGS: dict[str, KnownBug] = {}
 
 
 def known_bug(program: Program) -> str | None:

@@ -209,7 +209,7 @@ def _printed_ops(ops: list[Operation], arg_types: list, result: Operation | None
 
 
 def prim_examples() -> dict[type, str]:
-    from strata.dialects import prim
+    from strata.dialects import prim, prim_convolution_backward, prim_random
     from strata.dialects.types import TensorType
 
     def t(dims, dtype="f32"):
@@ -247,6 +247,20 @@ def prim_examples() -> dict[type, str]:
     add(lambda a: prim.MmOp(*a), t([4, "s0"]), t(["s0", 8]))
     add(lambda a: prim.BmmOp(*a), t([2, 4, "s0"]), t([2, "s0", 8]))
     add(lambda a: prim.ConvolutionOp(*a, [1, 1], [1, 1], [1, 1], 1), t([2, 3, 8, "s0"]), t([4, 3, 3, 3]))
+    add(lambda a: prim_random.RandomSeedOp())
+    add(lambda a: prim_random.PhiloxUniformOp(a[0], [4, "s0"]), t([], "i64"))
+    add(lambda a: prim_random.PhiloxNormalOp(a[0], [4, "s0"], "2*s0"), t([], "i64"))
+    conv_grad, conv_x, conv_w = t([2, 4, 4, "s0"]), t([2, 3, 8, "2*s0"]), t([4, 3, 3, 3])
+    add(lambda a: prim_convolution_backward.ConvolutionBackwardInputOp(*a, conv_x.dims, [2, 2], [1, 1], [1, 1], 1), conv_grad, conv_w)
+    add(lambda a: prim_convolution_backward.ConvolutionBackwardWeightOp(*a, conv_w.dims, [2, 2], [1, 1], [1, 1], 1), conv_grad, conv_x)
+    from strata.dialects import prim_indexing, prim_scan
+
+    add(lambda a: prim_indexing.GatherOp(*a, 1), x, t([4, 3], "i64"))
+    add(lambda a: prim_indexing.ScatterOp(*a, 1, "sum"), x, t([4, 3], "i64"), t([4, 3]))
+    add(lambda a: prim_scan.CumsumOp(a[0], 1), x)
+    add(lambda a: prim_scan.CumprodOp(a[0], 1), x)
+    add(lambda a: prim_scan.SortOp(a[0], 1, True, False), x)
+    add(lambda a: prim_scan.TopkOp(a[0], 2, 1, True, True), x)
     return examples
 
 
@@ -287,7 +301,24 @@ def kernel_examples() -> dict[type, str]:
     for cls in (kd.FuncOp, kd.ProgramOp):
         op = next(o for o in module.ops if isinstance(o, cls))
         examples[cls] = textwrap.dedent(str(op))
+    random = parse_module(KERNEL_RANDOM_EXAMPLE)
+    random.verify()
+    examples[kd.PhiloxOp] = next(line.strip() for line in str(random).splitlines() if "kernel.philox " in line)
     return examples
+
+
+# Word 0 of philox at each of 8 points (a uniform float is made of it by scalar ops).
+KERNEL_RANDOM_EXAMPLE = """
+builtin.module {
+  kernel.func @k0 attributes {pointwise = [8 : i64], reduction = [], num_inputs = 1 : i64, symbols = [], sources = ["aten.rand_like.default"]} {
+  ^bb0(%0: !kernel.buffer<i64>, %1: !kernel.buffer<i32>):
+    %2 = kernel.load %0["0"] : !kernel.buffer<i64> -> i64
+    %3 = kernel.index "x0" : i64
+    %4 = kernel.philox %2, %3 {word = 0 : i64} : i32
+    kernel.store %4, %1["x0"] : i32, !kernel.buffer<i32>
+  }
+}
+"""
 
 
 # ---------------------------------------------------------------- the pages

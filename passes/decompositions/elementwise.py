@@ -82,7 +82,10 @@ def gelu(op: AtenOp, b: PrimBuilder) -> SSAValue:
             inner = b.ew("add", v, b.ew("mul", cube, c(0.044715)))
             t = b.ew("tanh", b.ew("mul", inner, c(math.sqrt(2 / math.pi))))
         elif approximate == "none":
-            # 0.5 x (1 + erf(x / sqrt(2)))
+            # 0.5 x (1 + erf(x / sqrt(2))). At +inf this is +inf, gelu's limit, as eager
+            # gives on CPU in f64 and f16 and for one element (torch 2.13); its f32/bf16
+            # vector path (two elements and more, AVX512) gives NaN. The checks accept
+            # +inf there by the float64 yardstick (testing/float64.py).
             t = b.ew("erf", b.ew("mul", v, c(math.sqrt(0.5))))
         else:
             raise Decline(f"gelu approximation '{approximate}'")
@@ -100,6 +103,25 @@ def leaky_relu(op: AtenOp, b: PrimBuilder) -> SSAValue:
     def body(v: SSAValue) -> SSAValue:
         positive = b.ew("gt", v, b.constant_like(v, 0))
         return b.where(positive, v, b.ew("mul", v, b.constant_like(v, slope)))
+
+    return b.pointwise("DEFAULT", [x], body)
+
+
+@decomposes("aten::elu")
+def elu(op: AtenOp, b: PrimBuilder) -> SSAValue:
+    """x > 0 ? scale·x : alpha·scale·expm1(input_scale·x), as eager computes it."""
+    x = b.arg("self")
+    if not is_float(tensor_of(x).dtype):
+        raise Decline("elu takes floating inputs")
+    alpha, scale, input_scale = (1 if b.arg(n) is None else b.arg(n) for n in ("alpha", "scale", "input_scale"))
+
+    def body(v: SSAValue) -> SSAValue:
+        c = lambda value: b.constant_like(v, value)  # noqa: E731
+        scaled = v if input_scale == 1 else b.ew("mul", v, c(input_scale))
+        negative = b.ew("expm1", scaled)
+        negative = negative if alpha * scale == 1 else b.ew("mul", negative, c(alpha * scale))
+        positive = v if scale == 1 else b.ew("mul", v, c(scale))
+        return b.where(b.ew("le", v, c(0)), negative, positive)
 
     return b.pointwise("DEFAULT", [x], body)
 
@@ -145,16 +167,54 @@ def div(op: AtenOp, b: PrimBuilder) -> SSAValue:
     args = [b.arg("self"), b.arg("other")]
     if mode is None:
         return b.pointwise("INT_TO_FLOAT", args, lambda x, y: b.ew("div", x, y), exact_scalar=True)
+    if mode not in ("floor", "trunc"):
+        raise Decline(f"rounding mode '{mode}'")
+    dtype = b.out().dtype
+    if dtype in ("f16", "bf16") and not _one_value(args[1]):
+        return b.pointwise("DEFAULT", args, lambda x, y: _half_rounding_division(b, mode, dtype, x, y))
+    # Otherwise eager computes in f32 (f16/bf16 by one value: one scalar or one element),
+    # reading a scalar or 0-d divisor exactly.
     if mode == "floor":
         return b.pointwise("DEFAULT", args, lambda x, y: b.ew("floordiv", x, y), exact_scalar=True)
-    if mode == "trunc":
-        # prim.div truncates integers and divides floats exactly.
-        def body(x: SSAValue, y: SSAValue) -> SSAValue:
-            q = b.ew("div", x, y)
-            return b.ew("trunc", q) if is_float(tensor_of(q).dtype) else q
 
-        return b.pointwise("DEFAULT", args, body, exact_scalar=True)
-    raise Decline(f"rounding mode '{mode}'")
+    # prim.div truncates integers and divides floats exactly.
+    def body(x: SSAValue, y: SSAValue) -> SSAValue:
+        q = b.ew("div", x, y)
+        return b.ew("trunc", q) if is_float(tensor_of(q).dtype) else q
+
+    return b.pointwise("DEFAULT", args, body, exact_scalar=True)
+
+
+def _one_value(a) -> bool:
+    """Whether a divisor is one value for the whole op: a scalar, or a tensor of one
+    element (eager's TensorIterator takes it out of the loop as a scalar)."""
+    return not isinstance(a, SSAValue) or all(d == 1 for d in tensor_of(a).dims)
+
+
+def _half_rounding_division(b: PrimBuilder, mode: str, half: str, x: SSAValue, y: SSAValue) -> SSAValue:
+    """div(x, y, rounding_mode=mode) of f16/bf16 tensors as eager's CPU kernel computes
+    it (torch 2.13, checked bit for bit on long and short tensors): its loop works on
+    vectors of the half dtype, so every step rounds to it: trunc of the rounded
+    quotient; for floor, each step of ATen's div_floor_floating_vec. (Only a divisor of
+    one value takes the f32 path; see `div`.) x and y hold values of `half`, in f32."""
+    r = lambda v: b.convert(b.convert(v, half), "f32")  # noqa: E731
+    quotient = r(b.ew("div", x, y))
+    if mode == "trunc":
+        return b.ew("trunc", quotient)
+    zero, half_one, one = (b.constant_like(x, v) for v in (0.0, 0.5, 1.0))
+    mod = b.ew("fmod", x, y)  # exact, in any precision
+    # x - mod is a multiple of y, but x itself where the quotient overflows (a fix-up
+    # of ATen's for Sleef's fmod).
+    overflow = b.ew("logical_and", b.ew("isinf", quotient), b.ew("logical_not", b.ew("isinf", x)))
+    multiple = b.where(overflow, x, r(b.ew("sub", x, mod)))
+    div = r(b.ew("div", multiple, y))
+    # One less where mod and y differ in sign (mod rounds toward zero).
+    signs_differ = b.ew("logical_xor", b.ew("lt", y, zero), b.ew("lt", mod, zero))
+    div = b.where(b.ew("logical_and", b.ew("ne", mod, zero), signs_differ), r(b.ew("sub", div, one)), div)
+    floor = b.ew("floor", div)
+    floor = b.where(b.ew("gt", b.ew("sub", div, floor), half_one), b.ew("add", floor, one), floor)
+    floor = b.where(b.ew("eq", div, zero), b.ew("copysign", zero, quotient), floor)
+    return b.where(b.ew("eq", y, zero), quotient, floor)
 
 
 @decomposes("aten::remainder.Tensor", "aten::remainder.Scalar")

@@ -7,6 +7,7 @@ from collections.abc import Sequence
 
 from xdsl.ir import SSAValue
 
+from strata.dialects import prim
 from strata.dialects.aten import AtenOp
 from strata.dialects.types import is_float, numel
 from strata.passes.decompositions.builder import (
@@ -68,6 +69,39 @@ def layer_norm(op: AtenOp, b: PrimBuilder) -> Sequence[SSAValue]:
     if bias is not None:
         y = b.ew("add", y, b.broadcast(b.convert(bias, tensor_of(y).dtype), t.dims))
     # mean and rstd keep the normalized dims as 1s.
+    return [
+        b.convert(y, b.out(0).dtype),
+        b.reshape(b.convert(mean, b.out(1).dtype), b.out(1).dims),
+        b.reshape(b.convert(rstd, b.out(2).dtype), b.out(2).dims),
+    ]
+
+
+@decomposes("aten::native_group_norm")
+def group_norm(op: AtenOp, b: PrimBuilder) -> Sequence[SSAValue]:
+    """Layer norm over each group of C/G channels (all their positions), then the
+    per-channel weight and bias; mean and rstd are [N, G]."""
+    x = b.arg("input")
+    t = tensor_of(x)
+    groups = b.arg("group")
+    if not is_float(t.dtype) or t.rank < 2 or not isinstance(groups, int) or not isinstance(t.dims[1], int):
+        raise Decline("group_norm of this input")
+    n, c = t.dims[0], t.dims[1]
+    if c % groups or numel(t.dims) == 0:
+        raise Decline("group_norm with channels not divisible by groups, or no elements")
+    per_group = numel([c // groups, *t.dims[2:]])
+    v = b.reshape(b.convert(x, accumulator(t.dtype)), [n, groups, per_group])
+    total = b.reduce("sum", v, [2])
+    count = b.constant_like(total, per_group)
+    mean = b.ew("div", total, count)
+    diff = b.ew("sub", v, b.unreduce(mean, [n, groups, per_group], [2]))
+    variance = b.ew("div", b.reduce("sum", b.ew("mul", diff, diff), [2]), count)
+    rstd = b.ew("rsqrt", b.ew("add", variance, b.constant_like(variance, b.arg("eps"))))
+    y = b.reshape(b.ew("mul", diff, b.unreduce(rstd, [n, groups, per_group], [2])), t.dims)
+    for name, combine in (("weight", "mul"), ("bias", "add")):
+        p = b.arg(name)
+        if p is not None:
+            channel = b.add(prim.BroadcastInDimOp(b.convert(p, tensor_of(y).dtype), t.dims, [1]))
+            y = b.ew(combine, y, channel)
     return [
         b.convert(y, b.out(0).dtype),
         b.reshape(b.convert(mean, b.out(1).dtype), b.out(1).dims),

@@ -1,6 +1,7 @@
 """Reductions → prim.sum / prod / amax / amin, with eager's result dtypes: integer and
 bool sums and products give i64 unless a dtype is given, f16/bf16 accumulate in f32,
-any/all read their input as bool. keepdim is a reshape of the reduced result."""
+any/all read their input as bool and reduce it by sum (or) and prod (and). keepdim is
+a reshape of the reduced result."""
 
 from __future__ import annotations
 
@@ -58,7 +59,10 @@ def extremum(op: AtenOp, b: PrimBuilder) -> SSAValue:
 def any_all(op: AtenOp, b: PrimBuilder) -> SSAValue:
     if b.out().dtype != "i1":
         raise Decline("any/all of u8 give u8")
-    kind = "amax" if op.overload_name.startswith("aten::any") else "amin"
+    # On bools a sum is "or" and a product "and"; unlike amax and amin (which eager
+    # refuses over an empty dim), they have identities there: any of nothing is False,
+    # all of nothing True, as in eager.
+    kind = "sum" if op.overload_name.startswith("aten::any") else "prod"
     # Unlike the other reductions, any.dims and all.dims reduce nothing over dim=[].
     dims = [] if b.arg("dim") == [] else _dims(b)
     v = b.reduce(kind, b.convert(b.arg("self"), "i1"), dims)

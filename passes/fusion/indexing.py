@@ -42,6 +42,26 @@ def offset(index: Index, dims: Sequence[Dim], strides: Sequence[Dim]) -> sympy.E
     return sympy.expand(total)
 
 
+def empty_row_guard(index: Index, dims: Sequence[Dim], strides: Sequence[Dim]) -> sympy.Expr:
+    """A term to add to a load's offset, zero wherever the load runs, that puts back
+    the reduction variables a stride of 0 took out of it where their (symbolic) dim
+    may be empty at run time.
+
+    A load whose index names no reduction variable runs once per point, before the
+    row's loop, even when the row is empty; but a tensor with an empty dim may have no
+    storage at all, so that load would read outside its buffer. Naming the variable
+    keeps the load inside the (empty) loop."""
+    extra = sympy.Integer(0)
+    for i, d, s in zip(index, dims, strides):
+        if sym(s) == 0 and not sym(d).is_number and any(_is_reduction_variable(v) for v in i.free_symbols):
+            extra += sympy.floor(i / sym(d))  # 0 for every index within the dim
+    return extra
+
+
+def _is_reduction_variable(s: sympy.Symbol) -> bool:
+    return s.name[0] == "r" and s.name[1:].isdigit()
+
+
 def broadcast_index(index: Index, operand_dims: Sequence[Dim], broadcast_dimensions: Sequence[int]) -> Index:
     return tuple(
         sympy.Integer(0) if (d == 1) else index[b]

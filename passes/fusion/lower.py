@@ -22,7 +22,11 @@ from xdsl.ir import Attribute, Block, Operation, SSAValue
 from strata.dialects import kernel as kd
 from strata.dialects import prim
 from strata.dialects.types import Dim, TensorType, is_float, scalar_type, sym
-from strata.passes.fusion.indexing import Index, contiguous_strides, offset
+from strata.dialects.prim_indexing import GatherOp
+from strata.dialects.prim_random import PHILOX_OPS
+from strata.passes.fusion.gather import gather_at, load_op
+from strata.passes.fusion.random import philox_at
+from strata.passes.fusion.indexing import Index, contiguous_strides, empty_row_guard, offset
 from strata.passes.fusion.plan import Kernel, Plan, dims_of, is_reduction, operand_indices
 from strata.passes.provenance import kernel_source_text
 
@@ -100,9 +104,15 @@ class KernelBuilder:
         return result
 
     def load(self, v: SSAValue, index: Index) -> SSAValue:
+        dims, strides = dims_of(v), self.strides_of(v)
+        if any(d == 0 for d in dims):
+            # No element to read, and no point that runs reads one: the row (or the
+            # kernel's domain) is empty too. A load here would read outside the buffer
+            # where views or strides of 0 left the loop variables out of its index.
+            return self.constant(0, compute_dtype(dtype_of(v)))
         buf = self.input_buffer(v)
-        idx = offset(index, dims_of(v), self.strides_of(v))
-        x = self.add(kd.LoadOp(buf, idx))
+        idx = offset(index, dims, strides) + empty_row_guard(index, dims, strides)
+        x = self.add(load_op(self, buf, idx))  # data-dependent under a gather
         return self.convert(x, compute_dtype(dtype_of(v)))
 
     def inline(self, op: Operation, index: Index) -> SSAValue:
@@ -112,6 +122,10 @@ class KernelBuilder:
         if isinstance(op, prim.IotaOp):
             e = op.start.value.data + op.step.value.data * index[0]
             return self.convert(self.add(kd.IndexOp(e)), compute_dtype(op.dtype.data))
+        if isinstance(op, GatherOp):
+            return gather_at(self, op, index)
+        if isinstance(op, PHILOX_OPS):
+            return philox_at(self, op, index)
         args = [self.value_at(x, i) for x, i in zip(op.operands, operand_indices(op, index))]
         if isinstance(op, prim.VIEW_OPS):
             return args[0]
@@ -185,4 +199,4 @@ def _free_symbols(block: Block, d) -> set[str]:
     for op in block.ops:
         if isinstance(op, kd.IndexedOp):
             names |= {s.name for s in op.index_expr.free_symbols}
-    return {n for n in names if not (n[0] in "xr" and n[1:].isdigit())}
+    return {n for n in names if not (n[0] in "xrv" and n[1:].isdigit())}

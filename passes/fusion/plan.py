@@ -31,6 +31,8 @@ import sympy
 from xdsl.ir import Operation, SSAValue
 
 from strata.dialects import prim
+from strata.dialects.prim_indexing import GatherOp
+from strata.dialects.prim_random import PHILOX_OPS
 from strata.dialects.types import Dim, TensorType, sym
 from strata.passes.fusion.decisions import (
     debug_enabled,
@@ -52,6 +54,8 @@ INLINE_OPS = (
     prim.SliceOp,
     prim.FullOp,
     prim.IotaOp,
+    GatherOp,  # an element read at a position held in another tensor (fusion/gather.py)
+    *PHILOX_OPS,  # an element drawn from its seed and position (fusion/random.py)
 )
 VIEW_OPS = (prim.BroadcastInDimOp, prim.ReshapeOp, prim.PermuteOp, prim.SliceOp)
 
@@ -174,6 +178,8 @@ def choose_realized(ops: list[Operation], outputs: list[SSAValue]) -> set[SSAVal
                 for v in op.operands:
                     _realize_root(v, realized, why, f"read by {_extern_kind(op)} {op.name}")
         elif is_inline(op) and not isinstance(op, VIEW_OPS + (prim.FullOp, prim.IotaOp)):
+            if isinstance(op, GatherOp):
+                _realize_root(op.x, realized, why, "read by a gather, at positions held in another tensor")
             uses = effective_uses(op.results[0])
             if uses > 1:
                 realized.add(op.results[0])
@@ -223,6 +229,12 @@ def operand_indices(op: Operation, index: Index) -> list[Index]:
         from strata.passes.fusion.indexing import slice_index
 
         return [slice_index(index, prim.dims_of(op.start), prim.ints_of(op.step))]
+    if isinstance(op, GatherOp):
+        from strata.passes.fusion.gather import gather_operand_indices
+
+        return gather_operand_indices(op, index)
+    if isinstance(op, PHILOX_OPS):
+        return [()]  # the 0-d seed
     return [index for _ in op.operands]
 
 

@@ -26,11 +26,13 @@ from xdsl.interpreter import Interpreter, InterpreterFunctions, PythonValues, im
 from xdsl.ir import SSAValue
 
 from strata.dialects import kernel as kd
+from strata.dialects import philox
+from strata.dialects.kernel_random import PhiloxOp
+from strata.dialects.prim import reduction_identity
 from strata.dialects.types import DTYPES, concrete, scalar_dtype
 from strata.runtime.interpreters.index import evaluate
 from strata.runtime.interpreters import symbols
 
-IDENTITY = {"sum": 0, "prod": 1, "amax": float("-inf"), "amin": float("inf")}
 
 
 def flat_storage(t: torch.Tensor) -> torch.Tensor:
@@ -48,12 +50,13 @@ class Walk:
     index_env: dict[str, Any]
     storage: dict[SSAValue, torch.Tensor] = field(default_factory=dict)
 
-    def index(self, op: kd.IndexedOp) -> torch.Tensor:
-        return torch.as_tensor(evaluate(op.index_expr, self.index_env)).to(torch.int64)
+    def index(self, op: kd.IndexedOp, values: dict[str, Any] | None = None) -> torch.Tensor:
+        env = {**self.index_env, **values} if values else self.index_env
+        return torch.as_tensor(evaluate(op.index_expr, env)).to(torch.int64)
 
 
 class KernelFunctions(InterpreterFunctions):
-    """kernel.load/store/index/reduce and arith.constant inside a kernel body, and
+    """kernel.load/store/index/reduce/philox and arith.constant inside a kernel body, and
     `call_kernel`, which runs a whole kernel.func."""
 
     # ------------------------------------------------------------ a whole kernel
@@ -93,7 +96,8 @@ class KernelFunctions(InterpreterFunctions):
     @impl(kd.LoadOp)
     def run_load(self, interpreter: Interpreter, op: kd.LoadOp, args: PythonValues) -> PythonValues:
         w = self.walk(interpreter)
-        idx = w.index(op)
+        # a data-dependent load: its index names the values v0, v1, … (args after the buffer)
+        idx = w.index(op, {f"v{i}": v.to(torch.int64) for i, v in enumerate(args[1:])})
         storage = w.storage[op.buffer]
         _check_bounds(op, idx, storage)
         return (_at_least_2d(storage[idx.reshape(-1)].reshape(idx.shape)),)
@@ -119,6 +123,11 @@ class KernelFunctions(InterpreterFunctions):
     @impl(kd.ReduceOp)
     def run_reduce(self, interpreter: Interpreter, op: kd.ReduceOp, args: PythonValues) -> PythonValues:
         return (_reduce(op.kind.data, args[0], self.walk(interpreter).row),)
+
+    @impl(PhiloxOp)
+    def run_philox(self, interpreter: Interpreter, op: PhiloxOp, args: PythonValues) -> PythonValues:
+        seed, counter = args
+        return (philox.as_int32(philox.philox_words(seed, counter)[op.word_index]),)
 
     @impl(arith.ConstantOp)
     def run_constant(self, interpreter: Interpreter, op: arith.ConstantOp, args: PythonValues) -> PythonValues:
@@ -155,7 +164,7 @@ def _reduce(kind: str, v: torch.Tensor, r: int) -> torch.Tensor:
     if v.shape[1] != r:
         v = v.expand(v.shape[0], r)
     if r == 0:
-        return torch.full((v.shape[0], 1), IDENTITY[kind], dtype=v.dtype)
+        return torch.full((v.shape[0], 1), reduction_identity(kind, v.dtype), dtype=v.dtype)
     if kind == "sum":
         return v.sum(1, keepdim=True, dtype=v.dtype)
     if kind == "prod":

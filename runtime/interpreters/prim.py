@@ -19,7 +19,8 @@ class PrimFunctions(InterpreterFunctions):
     def run_prim(self, interpreter: Interpreter, op: PrimOp, args: PythonValues) -> PythonValues:
         # Shape symbols in properties (reshape sizes, slice bounds) are read through
         # `bound_symbols`, which the run that called us has set.
-        return (op.reference(*args),)
+        out = op.reference(*args)
+        return tuple(out) if len(op.results) > 1 else (out,)
 
 
 for _cls in prim.Prim.operations:

@@ -1,0 +1,66 @@
+"""prim.gather inside a kernel: a load at a position read from another tensor.
+
+The element of `result[p]` is `x[p with p[dim] := index[p]]`. Computing it at a point
+reads index[p] (inline, like any operand: it may itself be computed, or gathered),
+converts it to i64 and clamps it into [0, size of the dim), so that the load never
+leaves x's buffer whatever the index holds (eager raises on an index out of range; the
+decompositions wrap negative indices before). The clamped value is bound to a fresh
+symbol (`g0`, `g1`, … per kernel), which stands for the gathered dim in x's element
+index; walking x's views maps it like any index, and the `kernel.load` that ends the
+walk names it: the load is then data-dependent (`kernel.load %x[...](%i : i64)`, with
+the symbol renamed to `v0`).
+
+x itself is always realized (plan.py): a gather reads it at positions no kernel could
+compute in step with the gather.
+"""
+
+from __future__ import annotations
+
+import sympy
+from xdsl.ir import SSAValue
+
+from strata.dialects import kernel as kd
+from strata.dialects import prim
+from strata.dialects.prim_indexing import GatherOp
+from strata.dialects.types import sym
+from strata.passes.fusion.indexing import Index
+
+# The placeholder the planner puts at a gathered dim: no loop variable equals it.
+PLACEHOLDER = sympy.Symbol("gathered", integer=True, nonnegative=True)
+
+
+def gather_operand_indices(op: GatherOp, index: Index) -> list[Index]:
+    """Where a gather reads x and index to compute its element at `index` (the
+    planner's view: x at a position it cannot know)."""
+    at = list(index)
+    if at:
+        at[op.axis] = PLACEHOLDER
+    return [tuple(at), index]
+
+
+def gather_at(builder, op: GatherOp, index: Index) -> SSAValue:
+    """The scalar of `op` at `index`, in x's compute dtype (builder: a KernelBuilder)."""
+    if not index:  # a 0-d gather reads the only element
+        return builder.value_at(op.x, index)
+    i = builder.convert(builder.value_at(op.index, index), "i64")
+    size = prim.dims_of(prim.dims_attr([op.x.type.dims[op.axis]]))[0]
+    low = builder.constant(0, "i64")
+    last = sym(size) - 1
+    high = builder.constant(int(last), "i64") if last.is_Integer else builder.add(kd.IndexOp(last))
+    i = builder.add(prim.ELEMENTWISE_OPS["maximum"](builder.add(prim.ELEMENTWISE_OPS["minimum"](i, high)), low))
+    dynamic = builder.__dict__.setdefault("dynamic", {})
+    name = f"g{len(dynamic)}"
+    dynamic[name] = i
+    at = list(index)
+    at[op.axis] = sympy.Symbol(name, integer=True, nonnegative=True)
+    return builder.value_at(op.x, tuple(at))
+
+
+def load_op(builder, buffer: SSAValue, index: sympy.Expr) -> kd.LoadOp:
+    """A kernel.load at `index`; data-dependent when the index names gathered values."""
+    dynamic = builder.__dict__.get("dynamic") or {}
+    names = sorted((s.name for s in index.free_symbols if s.name in dynamic), key=lambda n: int(n[1:]))
+    if not names:
+        return kd.LoadOp(buffer, index)
+    renamed = {s: sympy.Symbol(f"v{names.index(s.name)}", integer=True) for s in index.free_symbols if s.name in dynamic}
+    return kd.LoadOp(buffer, index.xreplace(renamed), [dynamic[n] for n in names])
