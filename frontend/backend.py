@@ -29,10 +29,16 @@ def make_backend(mode: str | None = None, options: dict[str, Any] | None = None)
         # What the forward saves for the backward: a min-cut that recomputes cheap
         # pointwise values instead of keeping them alive.
         partition_fn=min_cut_rematerialization_partition,
-        decompositions=core_aten_decompositions(),
+        decompositions=_core_aten_decompositions(),
     )
     backend.__name__ = "strata"  # what torch prints in its logs
     return backend
+
+
+@functools.cache
+def _core_aten_decompositions() -> dict:
+    """torch builds this table anew on each call (a fifth of a second): once per process."""
+    return core_aten_decompositions()
 
 
 def _compile_graph_with(options: dict[str, Any], kind: str, gm: torch.fx.GraphModule, example_inputs):
