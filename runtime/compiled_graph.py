@@ -27,6 +27,7 @@ from strata.dialects import kernel as kd
 from strata.dialects import prim
 from strata.dialects.prim import PrimOp
 from strata.dialects.types import DTYPES, Dim, TensorType, bound_symbols, sym
+from strata.runtime.memory_plan import MemoryPlan, plan_memory
 
 Step = Callable[[list, dict], None]
 
@@ -87,6 +88,23 @@ class CompiledGraph:
             step_ops.append(op)
         self._registers = len(self._slots)
         self._plan = self._with_frees(step_ops)
+        self._memory = self._memory_plan(step_ops) if self.device.type == "cpu" else None
+        self._workspaces: list[list[tuple[int, torch.Tensor]]] = []
+
+    def _memory_plan(self, step_ops: list) -> MemoryPlan | None:
+        """Workspace offsets for the intermediates (runtime/memory_plan.py)."""
+        steps, shapes, plannable = [], {}, set()
+        for op in step_ops:
+            operands = [self._slot(v) for v in op.operands]
+            results = [self._slot(v) for v in op.results]
+            steps.append((operands, results, isinstance(op, (aten.AtenOp, *prim.VIEW_OPS))))
+            for v, slot in zip(op.results, results):
+                static = _static(v.type.dims) if isinstance(v.type, TensorType) else None
+                shapes[slot] = None if static is None else (tuple(static), DTYPES[v.type.dtype])
+            if isinstance(op, kd.LaunchOp) or isinstance(op, prim.MmOp | prim.BmmOp):
+                plannable.update(results)
+        plan = plan_memory(steps, shapes, plannable, set(self._result_slots))
+        return plan if plan.values else None
 
     def _with_frees(self, step_ops: list) -> list[tuple[Step, tuple[int, ...]]]:
         """Each step with the registers to drop after it: the values no later step reads
@@ -138,8 +156,9 @@ class CompiledGraph:
             def step(regs: list, env: dict) -> None:
                 pointers = [regs[i].data_ptr() for i in ins]
                 for slot, sizes, dtype in fixed:
-                    t = empty(sizes, dtype=dtype, device=device)
-                    regs[slot] = t
+                    t = regs[slot]  # its place in the workspace, if planned
+                    if t is None:
+                        t = regs[slot] = empty(sizes, dtype=dtype, device=device)
                     pointers.append(t.data_ptr())
                 launch(pointers, [env[n] for n in names] if names else ())
 
@@ -167,6 +186,15 @@ class CompiledGraph:
                     regs[result] = fast(regs[x])
 
                 return unary
+
+            if isinstance(op, prim.MmOp | prim.BmmOp):
+                a, b = operands
+
+                def product(regs: list, env: dict) -> None:
+                    out = regs[result]  # its place in the workspace, if planned
+                    regs[result] = fast(regs[a], regs[b]) if out is None else fast(regs[a], regs[b], out=out)
+
+                return product
 
             def call(regs: list, env: dict) -> None:
                 regs[result] = fast(*[regs[i] for i in operands])
@@ -203,11 +231,24 @@ class CompiledGraph:
         regs: list[Any] = [None] * self._registers
         for slot, x, layout in zip(self._arguments, args, self._layouts):
             regs[slot] = layout(x, env) if layout is not None else x
-        for step, dead in self._plan:
-            step(regs, env)
-            for i in dead:
-                regs[i] = None
-        return [regs[i] for i in self._result_slots]
+        if self._memory is None:
+            for step, dead in self._plan:
+                step(regs, env)
+                for i in dead:
+                    regs[i] = None
+            return [regs[i] for i in self._result_slots]
+        # A workspace no other call is using (pop and append are atomic under the GIL).
+        workspace = self._workspaces.pop() if self._workspaces else self._memory.workspace(self.device)
+        try:
+            for slot, t in workspace:
+                regs[slot] = t
+            for step, dead in self._plan:
+                step(regs, env)
+                for i in dead:
+                    regs[i] = None
+            return [regs[i] for i in self._result_slots]
+        finally:
+            self._workspaces.append(workspace)
 
 
 def _tensor_binder(i: int, rank: int, symbols: list[tuple[int, str]]):

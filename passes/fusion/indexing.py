@@ -64,7 +64,7 @@ def reshape_index(index: Index, result_dims: Sequence[Dim], operand_dims: Sequen
     """The operand index read by element `index` of a row-major reshape."""
     if any(d == 0 for d in (*result_dims, *operand_dims)):
         return tuple(sympy.Integer(0) for _ in operand_dims)  # no element is ever read
-    groups = _match_groups(result_dims, operand_dims)
+    groups = match_groups(result_dims, operand_dims)
     if groups is None:
         groups = [(list(range(len(result_dims))), list(range(len(operand_dims))))]
     out: list[sympy.Expr] = [sympy.Integer(0)] * len(operand_dims)
@@ -81,7 +81,7 @@ def reshape_index(index: Index, result_dims: Sequence[Dim], operand_dims: Sequen
     return tuple(sympy.expand(v) if v.is_Add else v for v in out)
 
 
-def _match_groups(a: Sequence[Dim], b: Sequence[Dim]) -> list[tuple[list[int], list[int]]] | None:
+def match_groups(a: Sequence[Dim], b: Sequence[Dim]) -> list[tuple[list[int], list[int]]] | None:
     """Split both dim lists into consecutive groups of equal element count."""
     groups: list[tuple[list[int], list[int]]] = []
     i = j = 0
