@@ -27,6 +27,7 @@ from strata.dialects import kernel as kd
 from strata.dialects import prim
 from strata.dialects.prim import PrimOp
 from strata.dialects.types import DTYPES, Dim, TensorType, bound_symbols, sym
+from strata.runtime.layouts import launch_strides, result_format
 from strata.runtime.memory_plan import MemoryPlan, plan_memory
 
 Step = Callable[[list, dict], None]
@@ -98,9 +99,14 @@ class CompiledGraph:
             operands = [self._slot(v) for v in op.operands]
             results = [self._slot(v) for v in op.results]
             steps.append((operands, results, isinstance(op, (aten.AtenOp, *prim.VIEW_OPS))))
-            for v, slot in zip(op.results, results):
+            out_strides = launch_strides(op) if isinstance(op, kd.LaunchOp) else [None] * len(results)
+            for v, slot, st in zip(op.results, results, out_strides):
                 static = _static(v.type.dims) if isinstance(v.type, TensorType) else None
-                shapes[slot] = None if static is None else (tuple(static), DTYPES[v.type.dtype])
+                strides = None if st is None else _static(st)
+                if static is None or (st is not None and strides is None):
+                    shapes[slot] = None
+                else:
+                    shapes[slot] = (tuple(static), DTYPES[v.type.dtype], None if strides is None else tuple(strides))
             if isinstance(op, kd.LaunchOp) or isinstance(op, prim.MmOp | prim.BmmOp):
                 plannable.update(results)
         plan = plan_memory(steps, shapes, plannable, set(self._result_slots))
@@ -144,30 +150,46 @@ class CompiledGraph:
         kernel = self.compile_kernel(func)
         self.kernels[func.sym_name.data] = kernel
         ins = [self._slot(v) for v in op.args]
-        outs = [(self._slot(v), _static(v.type.dims), size_fn(v.type.dims), DTYPES[v.type.dtype]) for v in op.outs]
+        strides = launch_strides(op)
+        outs = [
+            (self._slot(v), _static(v.type.dims), size_fn(v.type.dims), DTYPES[v.type.dtype], st)
+            for v, st in zip(op.outs, strides)
+        ]
         names = func.symbol_names
         device = self.device
         launch = getattr(kernel, "launch", None)  # compiled code: pointers straight in
         empty = torch.empty
 
-        if launch is not None and all(static is not None for _, static, _, _ in outs):
-            fixed = [(slot, static, dtype) for slot, static, _, dtype in outs]
+        static_strides = [None if st is None else _static(st) for *_, st in outs]
+        if launch is not None and all(o[1] is not None for o in outs) and all(
+            s is not None or st is None for s, (*_, st) in zip(static_strides, outs)
+        ):
+            fixed = [(slot, static, dtype, s) for (slot, static, _, dtype, _), s in zip(outs, static_strides)]
 
             def step(regs: list, env: dict) -> None:
                 pointers = [regs[i].data_ptr() for i in ins]
-                for slot, sizes, dtype in fixed:
+                for slot, sizes, dtype, st in fixed:
                     t = regs[slot]  # its place in the workspace, if planned
                     if t is None:
-                        t = regs[slot] = empty(sizes, dtype=dtype, device=device)
+                        t = regs[slot] = (
+                            empty(sizes, dtype=dtype, device=device)
+                            if st is None
+                            else torch.empty_strided(sizes, st, dtype=dtype, device=device)
+                        )
                     pointers.append(t.data_ptr())
                 launch(pointers, [env[n] for n in names] if names else ())
 
             return step
 
+        stride_fns = [None if st is None else size_fn(st) for *_, st in outs]
+
         def generic_step(regs: list, env: dict) -> None:
             buffers = [regs[i] for i in ins]
-            for slot, _, sizes, dtype in outs:
-                t = empty(sizes(env), dtype=dtype, device=device)
+            for (slot, _, sizes, dtype, _), st in zip(outs, stride_fns):
+                if st is None:
+                    t = empty(sizes(env), dtype=dtype, device=device)
+                else:
+                    t = torch.empty_strided(sizes(env), st(env), dtype=dtype, device=device)
                 regs[slot] = t
                 buffers.append(t)
             kernel(buffers, [env[n] for n in names])
@@ -177,7 +199,7 @@ class CompiledGraph:
     def _library_step(self, op: PrimOp) -> Step:
         operands = [self._slot(v) for v in op.operands]
         result = self._slot(op.results[0])
-        fast = _static_library_call(op)
+        fast = _static_library_call(op, result_format(op))
         if fast is not None:
             if len(operands) == 1:
                 (x,) = operands
@@ -204,11 +226,12 @@ class CompiledGraph:
         # Kernels read library results as contiguous buffers; only views (which feed
         # library calls and the graph's results, never kernels) keep their strides.
         keep_layout = isinstance(op, prim.VIEW_OPS)
+        memory_format = result_format(op)
 
         def step(regs: list, env: dict) -> None:
             with bound_symbols(env):
                 out = op.reference(*[regs[i] for i in operands])
-            regs[result] = out if keep_layout else out.contiguous()
+            regs[result] = out if keep_layout else out.contiguous(memory_format=memory_format)
 
         return step
 
@@ -304,7 +327,7 @@ def _layout_check(t: TensorType, strides: Sequence[Dim]) -> Callable[[torch.Tens
     return check
 
 
-def _static_library_call(op: PrimOp) -> Callable[..., torch.Tensor] | None:
+def _static_library_call(op: PrimOp, memory_format: torch.memory_format) -> Callable[..., torch.Tensor] | None:
     """A torch call with every argument worked out now, for ops whose result does not
     depend on shape symbols (None otherwise: the op's reference runs)."""
     if isinstance(op, prim.MmOp):
@@ -315,6 +338,17 @@ def _static_library_call(op: PrimOp) -> Callable[..., torch.Tensor] | None:
         stride, padding, dilation = (list(prim.ints_of(a)) for a in (op.stride, op.padding, op.dilation))
         groups = op.groups.value.data
         output_padding = [0] * len(stride)
+        if memory_format == torch.channels_last:
+            # NHWC in and out (passes/fusion/layouts.py): the weight is converted on each
+            # call (a parameter may change between calls), and so is an input no kernel
+            # made (a graph argument): oneDNN's NHWC convolution gains more than that costs.
+            def nhwc(x, w):
+                x = x.contiguous(memory_format=memory_format)
+                w = w.contiguous(memory_format=memory_format)
+                out = torch.convolution(x, w, None, stride, padding, dilation, False, output_padding, groups)
+                return out.contiguous(memory_format=memory_format)
+
+            return nhwc
         return lambda x, w: torch.convolution(x, w, None, stride, padding, dilation, False, output_padding, groups).contiguous()
     if isinstance(op, prim.PermuteOp):
         dims = prim.ints_of(op.dims)

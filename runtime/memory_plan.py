@@ -32,6 +32,7 @@ class Planned:
     sizes: tuple[int, ...]
     dtype: torch.dtype
     offset: int
+    strides: tuple[int, ...] | None = None  # None: contiguous
 
 
 @dataclass(frozen=True)
@@ -45,21 +46,23 @@ class MemoryPlan:
         out = []
         for p in self.values:
             n = _numel(p.sizes) * _itemsize(p.dtype)
-            view = arena[p.offset : p.offset + n].view(p.dtype).view(p.sizes)
+            view = arena[p.offset : p.offset + n].view(p.dtype)
+            view = view.view(p.sizes) if p.strides is None else view.as_strided(p.sizes, p.strides)
             out.append((p.slot, view))
         return out
 
 
 def plan_memory(
     steps: Sequence[tuple[Sequence[int], Sequence[int], bool]],
-    shapes: dict[int, tuple[tuple[int, ...], torch.dtype] | None],
+    shapes: dict[int, tuple[tuple[int, ...], torch.dtype, tuple[int, ...] | None] | None],
     plannable: set[int],
     escaping: set[int],
 ) -> MemoryPlan:
     """Offsets for the plannable slots.
 
     `steps`: for each step in order, (operand slots, result slots, results alias the
-    operands); `shapes`: a slot's static sizes and dtype (None when symbolic);
+    operands); `shapes`: a slot's static sizes, dtype and strides (None for contiguous;
+    the strides of a dense layout, such as channels-last), or None when symbolic;
     `plannable`: the slots whose step can write into a given buffer; `escaping`: the
     slots the graph returns."""
     root: dict[int, int] = {}
@@ -89,7 +92,7 @@ def plan_memory(
     values = []
     size = 0
     for s in candidates:
-        sizes, dtype = shapes[s]  # type: ignore[misc]
+        sizes, dtype, strides = shapes[s]  # type: ignore[misc]
         nbytes = _aligned(_numel(sizes) * _itemsize(dtype))
         if nbytes == 0:
             continue
@@ -100,7 +103,7 @@ def plan_memory(
                 break
             offset = max(offset, o + n)
         placed.append((offset, nbytes, end[s]))
-        values.append(Planned(s, tuple(sizes), dtype, offset))
+        values.append(Planned(s, tuple(sizes), dtype, offset, strides))
         size = max(size, offset + nbytes)
     return MemoryPlan(tuple(values), size)
 

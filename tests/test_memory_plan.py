@@ -41,7 +41,7 @@ def programs(draw):
         result = len(slots)
         slots.append(result)
         steps.append((operands, [result], view))
-        shapes[result] = ((draw(st.integers(0, 300)),), F32)
+        shapes[result] = ((draw(st.integers(0, 300)),), F32, None)
         if not view and draw(st.booleans()):
             plannable.add(result)
     escaping = set(draw(st.lists(st.sampled_from(slots[n_args:]), min_size=1, max_size=2)))
@@ -73,7 +73,7 @@ def test_live_values_never_share_bytes(program):
 def test_reuse_after_death():
     # a -> b -> c -> d: b and d may share bytes (b is dead when d is made), c may not.
     steps = [([0], [1], False), ([1], [2], False), ([2], [3], False), ([3], [4], False)]
-    shapes = {s: ((256,), F32) for s in range(1, 5)}
+    shapes = {s: ((256,), F32, None) for s in range(1, 5)}
     plan = plan_memory(steps, shapes, {1, 2, 3}, {4})
     offsets = {p.slot: p.offset for p in plan.values}
     assert set(offsets) == {1, 2, 3}
@@ -84,7 +84,7 @@ def test_reuse_after_death():
 def test_a_view_keeps_its_root_alive():
     # 1 is viewed as 2, which step 3 reads after 1's own last use.
     steps = [([0], [1], False), ([1], [2], True), ([0], [3], False), ([2, 3], [4], False)]
-    shapes = {1: ((64,), F32), 2: ((64,), F32), 3: ((64,), F32), 4: ((64,), F32)}
+    shapes = {s: ((64,), F32, None) for s in range(1, 5)}
     plan = plan_memory(steps, shapes, {1, 3}, {4})
     offsets = {p.slot: p.offset for p in plan.values}
     assert offsets[1] != offsets[3]
@@ -92,7 +92,7 @@ def test_a_view_keeps_its_root_alive():
 
 def test_a_returned_view_is_not_planned():
     steps = [([0], [1], False), ([1], [2], True)]
-    plan = plan_memory(steps, {1: ((64,), F32), 2: ((64,), F32)}, {1}, {2})
+    plan = plan_memory(steps, {1: ((64,), F32, None), 2: ((64,), F32, None)}, {1}, {2})
     assert plan.values == ()
 
 
