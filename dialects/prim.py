@@ -789,8 +789,11 @@ def _convolution_dims(x: Sequence[Dim], w: Sequence[Dim], stride, padding, dilat
     return out
 
 
-LIBRARY_OPS = (MmOp, BmmOp, ConvolutionOp)
 VIEW_OPS = (BroadcastInDimOp, ReshapeOp, PermuteOp, SliceOp)
+
+from strata.dialects.prim_attention import ATTENTION_OPS  # noqa: E402  (it builds on the classes above)
+
+LIBRARY_OPS = (MmOp, BmmOp, ConvolutionOp, *ATTENTION_OPS)
 
 Prim = Dialect(
     "prim",
@@ -809,5 +812,6 @@ Prim = Dialect(
         MmOp,
         BmmOp,
         ConvolutionOp,
+        *ATTENTION_OPS,
     ],
 )

@@ -26,6 +26,7 @@ from strata.dialects import aten
 from strata.dialects import kernel as kd
 from strata.dialects import prim
 from strata.dialects.prim import PrimOp
+from strata.dialects.prim_attention import ScaledDotProductAttentionOp
 from strata.dialects.types import DTYPES, Dim, TensorType, bound_symbols, sym
 from strata.runtime.layouts import launch_strides, result_format
 from strata.runtime.memory_plan import MemoryPlan, plan_memory
@@ -350,6 +351,15 @@ def _static_library_call(op: PrimOp, memory_format: torch.memory_format) -> Call
 
             return nhwc
         return lambda x, w: torch.convolution(x, w, None, stride, padding, dilation, False, output_padding, groups).contiguous()
+    if isinstance(op, ScaledDotProductAttentionOp):
+        scale = op.scale.value.data if op.scale is not None else None
+        causal = bool(op.is_causal.value.data)
+        sdpa = torch.nn.functional.scaled_dot_product_attention
+
+        def attention(q, k, v, mask=None):
+            return sdpa(q, k, v, attn_mask=mask, is_causal=causal, scale=scale).contiguous()
+
+        return attention
     if isinstance(op, prim.PermuteOp):
         dims = prim.ints_of(op.dims)
         return lambda x: x.permute(dims)

@@ -2,6 +2,7 @@
 the table `RULES` (see rules.py)."""
 
 from strata.passes.decompositions import (  # noqa: F401  (each registers its rules)
+    attention,
     conversion,
     convolution,
     creation,
