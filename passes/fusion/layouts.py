@@ -45,6 +45,8 @@ def choose_layouts(ops: list[Operation], outputs: list[SSAValue], plan: Plan, st
     returned = {view_root(v) for v in outputs}
     convolutions = [op for op in ops if isinstance(op, prim.ConvolutionOp) and _rank(op.results[0]) == 4]
     layouts: dict[SSAValue, tuple[Dim, ...]] = {}
+    if not convolutions:
+        return layouts
     # Kernel outputs a convolution reads.
     for op in convolutions:
         x = op.operands[0]

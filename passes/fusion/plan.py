@@ -40,7 +40,7 @@ from strata.passes.fusion.decisions import (
     kernel_name,
     log,
 )
-from strata.passes.fusion.indexing import Index, equal, match_groups, reshape_index
+from strata.passes.fusion.indexing import Index, equal, is_zero, match_groups, reshape_index
 
 INLINE_OPS = (
     prim.ElementwiseOp,
@@ -253,7 +253,7 @@ def reads(v: SSAValue, index: Index, realized: set[SSAValue], out: list[tuple[SS
 
 
 def same_index(a: Index, b: Index) -> bool:
-    return len(a) == len(b) and all(sympy.simplify(x - y) == 0 for x, y in zip(a, b))
+    return len(a) == len(b) and all(x == y or is_zero(x - y) for x, y in zip(a, b))
 
 
 def build_plan(ops: list[Operation], outputs: list[SSAValue]) -> Plan:
