@@ -90,8 +90,11 @@ class CompiledGraph:
             step_ops.append(op)
         self._registers = len(self._slots)
         self._plan = self._with_frees(step_ops)
-        self._memory = self._memory_plan(step_ops) if self.device.type == "cpu" else None
-        self._workspaces: list[list[tuple[int, torch.Tensor]]] = []
+        self._memory = self._memory_plan(step_ops)
+        self._workspaces: dict[Any, list[list[tuple[int, torch.Tensor]]]] = {}
+        # On CUDA a workspace belongs to one stream: the kernels of two calls on one
+        # stream run in order, those of calls on two streams could overlap.
+        self._stream = torch.cuda.current_stream if self.device.type == "cuda" else (lambda: None)
 
     def _memory_plan(self, step_ops: list) -> MemoryPlan | None:
         """Workspace offsets for the intermediates (runtime/memory_plan.py)."""
@@ -162,10 +165,27 @@ class CompiledGraph:
         empty = torch.empty
 
         static_strides = [None if st is None else _static(st) for *_, st in outs]
-        if launch is not None and all(o[1] is not None for o in outs) and all(
+        static = all(o[1] is not None for o in outs) and all(
             s is not None or st is None for s, (*_, st) in zip(static_strides, outs)
-        ):
-            fixed = [(slot, static, dtype, s) for (slot, static, _, dtype, _), s in zip(outs, static_strides)]
+        )
+        fixed = [(slot, static, dtype, s) for (slot, static, _, dtype, _), s in zip(outs, static_strides)]
+        if static and launch is None:  # a Triton kernel: tensors in
+
+            def tensors_step(regs: list, env: dict) -> None:
+                buffers = [regs[i] for i in ins]
+                for slot, sizes, dtype, st in fixed:
+                    t = regs[slot]  # its place in the workspace, if planned
+                    if t is None:
+                        t = regs[slot] = (
+                            empty(sizes, dtype=dtype, device=device)
+                            if st is None
+                            else torch.empty_strided(sizes, st, dtype=dtype, device=device)
+                        )
+                    buffers.append(t)
+                kernel(buffers, [env[n] for n in names] if names else ())
+
+            return tensors_step
+        if static:
 
             def step(regs: list, env: dict) -> None:
                 pointers = [regs[i].data_ptr() for i in ins]
@@ -262,7 +282,8 @@ class CompiledGraph:
                     regs[i] = None
             return [regs[i] for i in self._result_slots]
         # A workspace no other call is using (pop and append are atomic under the GIL).
-        workspace = self._workspaces.pop() if self._workspaces else self._memory.workspace(self.device)
+        free = self._workspaces.setdefault(self._stream(), [])
+        workspace = free.pop() if free else self._memory.workspace(self.device)
         try:
             for slot, t in workspace:
                 regs[slot] = t
@@ -272,7 +293,7 @@ class CompiledGraph:
                     regs[i] = None
             return [regs[i] for i in self._result_slots]
         finally:
-            self._workspaces.append(workspace)
+            free.append(workspace)
 
 
 def _tensor_binder(i: int, rank: int, symbols: list[tuple[int, str]]):

@@ -117,7 +117,7 @@ def test_results_survive_later_calls(monkeypatch):
         outs = [compiled(x) for x in xs]
         (graph,) = graphs
         assert graph._memory is not None and len(graph._memory.values) >= 3
-        (workspace,) = graph._workspaces
+        ((workspace,),) = graph._workspaces.values()
         arena = {t.untyped_storage().data_ptr() for _, t in workspace}
         assert len(arena) == 1  # one allocation for all the intermediates
         for x, out in zip(xs, outs):
