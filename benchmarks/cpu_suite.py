@@ -200,7 +200,7 @@ def _in_float64(fn, args) -> torch.Tensor:
 # What each compiler imports on its first compile (timed apart: module imports are paid
 # once per process, whatever is compiled).
 _COMPILER_MODULES = {
-    "strata": ("strata.frontend.compile_graph", "strata.codegen.llvm_cpu", "strata.passes.registry"),
+    "strata": ("strata.frontend.backend", "strata.frontend.compile_graph", "strata.codegen.llvm_cpu", "strata.passes.registry"),
     "inductor": ("torch._inductor.compile_fx",),
     "front": ("torch._functorch.aot_autograd",),
 }

@@ -35,6 +35,7 @@ import torch
 
 from strata.codegen.triton_autotune import Autotuner
 from strata.codegen.triton_launch import direct_launchers
+from strata.codegen.triton_loop_order import contiguous_last
 from strata.codegen.triton_source import FEATURES, KernelSource, kernel_name
 from strata.dialects.kernel import FuncOp
 from strata.runtime import cache
@@ -80,6 +81,7 @@ def compile_kernel(func: FuncOp, device: str = "cuda", max_autotune: bool = Fals
     (triton_autotune); otherwise by triton_tiles' heuristic. Other keyword arguments
     (options of other back ends) are ignored."""
     device = _device_kind(device)
+    func = contiguous_last(func)
     key = cache.cache_key(str(func), CACHE_KIND, device, GENERATOR, "tune" if max_autotune else "", str(sorted(FEATURES.items())))
     path = cache.path_of(CACHE_KIND, key, ".py")
     module = _load_cached(path, key, device)

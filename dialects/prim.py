@@ -808,13 +808,15 @@ def _convolution_dims(x: Sequence[Dim], w: Sequence[Dim], stride, padding, dilat
     return out
 
 
-LIBRARY_OPS = (MmOp, BmmOp, ConvolutionOp)
 VIEW_OPS = (BroadcastInDimOp, ReshapeOp, PermuteOp, SliceOp)
 
 from strata.dialects.prim_random import RANDOM_OPS  # noqa: E402  (it builds on the classes above)
 from strata.dialects.prim_convolution_backward import CONVOLUTION_BACKWARD_OPS  # noqa: E402  (likewise)
 from strata.dialects.prim_indexing import INDEXING_OPS  # noqa: E402  (likewise)
 from strata.dialects.prim_scan import SCAN_OPS  # noqa: E402  (likewise)
+from strata.dialects.prim_attention import ATTENTION_OPS  # noqa: E402  (likewise)
+
+LIBRARY_OPS = (MmOp, BmmOp, ConvolutionOp, *ATTENTION_OPS)
 
 Prim = Dialect(
     "prim",
@@ -837,5 +839,6 @@ Prim = Dialect(
         *CONVOLUTION_BACKWARD_OPS,
         *INDEXING_OPS,
         *SCAN_OPS,
+        *ATTENTION_OPS,
     ],
 )

@@ -17,6 +17,7 @@ from torch._dynamo.backends.common import aot_autograd
 from torch._functorch.partitioners import min_cut_rematerialization_partition
 
 from strata.frontend import options as opts
+from strata.frontend.attention import attention_as_math, is_training, keep_attention_whole
 from strata.frontend.compile_graph import compile_graph
 
 
@@ -29,10 +30,23 @@ def make_backend(mode: str | None = None, options: dict[str, Any] | None = None)
         # What the forward saves for the backward: a min-cut that recomputes cheap
         # pointwise values instead of keeping them alive.
         partition_fn=min_cut_rematerialization_partition,
-        decompositions=core_aten_decompositions(),
+        decompositions=_core_aten_decompositions(),
     )
-    backend.__name__ = "strata"  # what torch prints in its logs
-    return backend
+
+    def strata(gm: torch.fx.GraphModule, example_inputs):
+        if is_training(example_inputs):
+            attention_as_math(gm)
+        else:
+            keep_attention_whole(gm)
+        return backend(gm, example_inputs)
+
+    return strata  # the name torch prints in its logs
+
+
+@functools.cache
+def _core_aten_decompositions() -> dict:
+    """torch builds this table anew on each call (a fifth of a second): once per process."""
+    return core_aten_decompositions()
 
 
 def _compile_graph_with(options: dict[str, Any], kind: str, gm: torch.fx.GraphModule, example_inputs):

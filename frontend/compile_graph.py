@@ -206,11 +206,10 @@ def _compile(gm, example_inputs, options, number: int, compile_id: str | None, k
         report.ops["aten"] = reports.count_ops(module)
         report.bytes_eager = _graph_bytes(module, report)
     trace.level("0_aten", module)
+    device = device_of(example_inputs)
+    codegen = options["codegen"] or ("triton" if device.type == "cuda" else "llvm")
     names = [n.strip() for n in options["pipeline"].split(",") if n.strip()]
-    with recording_declines() as declines:
-        # fallback_random: random ops stay aten and run as eager's kernels.
-        pass_options = {"decompose": {"fallback_random": bool(options["fallback_random"])}}
-        run_pipeline(module, names, options["verify"], trace, report, pass_options)
+    module, declines = _lowered(module, names, options, codegen, device, trace, report)
     trace.level("2_kernel", module)
     if report is not None:
         report.ops["kernel"] = reports.count_ops(module)
@@ -224,8 +223,6 @@ def _compile(gm, example_inputs, options, number: int, compile_id: str | None, k
         except Exception as e:  # a picture must never cost the compile
             warnings.warn(f"strata: trace.graph_diagram could not draw {label}: {type(e).__name__}: {e}")
 
-    device = device_of(example_inputs)
-    codegen = options["codegen"] or ("triton" if device.type == "cuda" else "llvm")
     _warn_fallbacks(module, declines)
     codegen_start = time.perf_counter()
     compiled = CompiledGraph(module, kernel_compiler(codegen, device, trace, report, options["max_autotune"]), device)
@@ -235,6 +232,32 @@ def _compile(gm, example_inputs, options, number: int, compile_id: str | None, k
         reports.publish(report)
     call = graph_outputs(compiled, imported)
     return _boxed(cuda_graphs.wrap(call, device, kind) if options["triton.cudagraphs"] else call)
+
+
+def _lowered(module: ModuleOp, names: list[str], options, codegen: str, device: torch.device, trace: Trace, report):
+    """The kernel-level module for an aten module, and the declines the decompositions
+    gave: from the graph cache (runtime/graph_cache.py) when this graph was lowered
+    before, else by running the pipeline. A compile that traces or explains itself
+    runs the pipeline, whose every level it records."""
+    # fallback_random: random ops stay aten and run as eager's kernels.
+    pass_options = {"decompose": {"fallback_random": bool(options["fallback_random"])}}
+    observed = trace.folder is not None or report is not None or options.get("trace.graph_diagram")
+    if observed or not options.get("graph_cache", True):
+        with recording_declines() as declines:
+            run_pipeline(module, names, options["verify"], trace, report, pass_options)
+        return module, declines
+    from strata.runtime import graph_cache
+
+    key = graph_cache.key(str(module), names, codegen, device.type, options)
+    hit = graph_cache.read(key)
+    if hit is not None:
+        cache_log.info("graph: hit (the pipeline's result read from the graph cache)")
+        return hit
+    with recording_declines() as declines:
+        run_pipeline(module, names, options["verify"], trace, report, pass_options)
+    graph_cache.write(key, module, declines)
+    cache_log.info("graph: miss: lowered and stored")
+    return module, declines
 
 
 def graph_outputs(compiled: CompiledGraph, imported) -> Callable[[list], list]:

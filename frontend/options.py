@@ -25,6 +25,8 @@ OPTIONS: dict[str, tuple[Any, str]] = {
     "epilogue_fusion": (True, "fuse pointwise epilogues into matmul templates under max_autotune"),
     "fallback_random": (False, "run random ops as eager does, bit for bit"),
     "verify": (True, "verify the IR after every pass"),
+    "graph_cache": (True, "reuse a graph's lowering from the disk cache when the same graph was compiled "
+                          "before (STRATA_CACHE_DIR)"),
 }
 
 MODES: dict[str, dict[str, Any]] = {

@@ -22,10 +22,12 @@ from xdsl.rewriter import Rewriter
 
 from strata.dialects import kernel as kd
 from strata.dialects.aten import AtenOp
+from strata.dialects.prim import dims_attr
 from strata.dialects.prim import dims_of as prim_dims_of
 from strata.dialects.types import TensorType
 from strata.passes.fusion.decisions import domain_text, info_enabled, log
 from strata.passes.fusion.indexing import contiguous_strides
+from strata.passes.fusion.layouts import CHANNELS_LAST, LAYOUT_ATTR, STRIDES_ATTR, choose_layouts
 from strata.passes.fusion.lower import KernelBuilder
 from strata.passes.fusion.plan import (
     VIEW_OPS,
@@ -80,9 +82,10 @@ def lower_graph(fn: func.FuncOp) -> list[Operation]:
     plan = build_plan(ops, outputs)
     stored = _stored_nodes(plan, ops, outputs)
     given_strides = arg_strides(fn)
+    layouts = choose_layouts(ops, outputs, plan, stored)
 
     def strides_of(v: SSAValue):
-        return given_strides.get(v) or contiguous_strides(dims_of(v))
+        return layouts.get(v) or given_strides.get(v) or contiguous_strides(dims_of(v))
 
     program = kd.ProgramOp(
         fn.sym_name.data,
@@ -102,11 +105,15 @@ def lower_graph(fn: func.FuncOp) -> list[Operation]:
             if report:
                 _log_kernel(name, item, builder)
             launch = kd.LaunchOp(name, [env[v] for v in builder.inputs], [v.type for v in builder.outputs])
+            if any(v in layouts for v in builder.outputs):
+                launch.attributes[STRIDES_ATTR] = ArrayAttr([dims_attr(strides_of(v)) for v in builder.outputs])
             program.block.add_op(launch)
             env.update(zip(builder.outputs, launch.outs))
         else:
             operands = [_program_value(v, env, program) for v in item.operands]
             clone = item.clone(value_mapper=dict(zip(item.operands, operands)))
+            if item.results and item.results[0] in layouts:
+                clone.attributes[LAYOUT_ATTR] = StringAttr(CHANNELS_LAST)
             program.block.add_op(clone)
             env.update(zip(item.results, clone.results))
     results = [_program_value(v, env, program) for v in outputs]

@@ -27,8 +27,11 @@ from strata.dialects import aten
 from strata.dialects import kernel as kd
 from strata.dialects import prim
 from strata.dialects.prim import PrimOp
+from strata.dialects.prim_attention import ScaledDotProductAttentionOp
 from strata.dialects.prim_random import RandomSeedOp
 from strata.dialects.types import DTYPES, Dim, TensorType, bound_symbols, sym
+from strata.runtime.layouts import launch_strides, result_format
+from strata.runtime.memory_plan import MemoryPlan, plan_memory
 from strata.runtime.random_seeds import draw_seeds_step
 
 Step = Callable[[list, dict], None]
@@ -95,6 +98,31 @@ class CompiledGraph:
             step_ops.append(op)
         self._registers = len(self._slots)
         self._plan = self._with_frees(step_ops)
+        self._memory = self._memory_plan(step_ops)
+        self._workspaces: dict[Any, list[list[tuple[int, torch.Tensor]]]] = {}
+        # On CUDA a workspace belongs to one stream: the kernels of two calls on one
+        # stream run in order, those of calls on two streams could overlap.
+        self._stream = torch.cuda.current_stream if self.device.type == "cuda" else (lambda: None)
+
+    def _memory_plan(self, step_ops: list) -> MemoryPlan | None:
+        """Workspace offsets for the intermediates (runtime/memory_plan.py)."""
+        steps, shapes, plannable = [], {}, set()
+        for op in step_ops:
+            operands = [self._slot(v) for v in op.operands]
+            results = [self._slot(v) for v in op.results]
+            steps.append((operands, results, isinstance(op, (aten.AtenOp, *prim.VIEW_OPS))))
+            out_strides = launch_strides(op) if isinstance(op, kd.LaunchOp) else [None] * len(results)
+            for v, slot, st in zip(op.results, results, out_strides):
+                static = _static(v.type.dims) if isinstance(v.type, TensorType) else None
+                strides = None if st is None else _static(st)
+                if static is None or (st is not None and strides is None):
+                    shapes[slot] = None
+                else:
+                    shapes[slot] = (tuple(static), DTYPES[v.type.dtype], None if strides is None else tuple(strides))
+            if isinstance(op, kd.LaunchOp) or isinstance(op, prim.MmOp | prim.BmmOp):
+                plannable.update(results)
+        plan = plan_memory(steps, shapes, plannable, set(self._result_slots))
+        return plan if plan.values else None
 
     def _with_frees(self, step_ops: list) -> list[tuple[Step, tuple[int, ...]]]:
         """Each step with the registers to drop after it: the values no later step reads
@@ -134,29 +162,63 @@ class CompiledGraph:
         kernel = self.compile_kernel(func)
         self.kernels[func.sym_name.data] = kernel
         ins = [self._slot(v) for v in op.args]
-        outs = [(self._slot(v), _static(v.type.dims), size_fn(v.type.dims), DTYPES[v.type.dtype]) for v in op.outs]
+        strides = launch_strides(op)
+        outs = [
+            (self._slot(v), _static(v.type.dims), size_fn(v.type.dims), DTYPES[v.type.dtype], st)
+            for v, st in zip(op.outs, strides)
+        ]
         names = func.symbol_names
         device = self.device
         launch = getattr(kernel, "launch", None)  # compiled code: pointers straight in
         empty = torch.empty
 
-        if launch is not None and all(static is not None for _, static, _, _ in outs):
-            fixed = [(slot, static, dtype) for slot, static, _, dtype in outs]
+        static_strides = [None if st is None else _static(st) for *_, st in outs]
+        static = all(o[1] is not None for o in outs) and all(
+            s is not None or st is None for s, (*_, st) in zip(static_strides, outs)
+        )
+        fixed = [(slot, static, dtype, s) for (slot, static, _, dtype, _), s in zip(outs, static_strides)]
+        if static and launch is None:  # a Triton kernel: tensors in
+
+            def tensors_step(regs: list, env: dict) -> None:
+                buffers = [regs[i] for i in ins]
+                for slot, sizes, dtype, st in fixed:
+                    t = regs[slot]  # its place in the workspace, if planned
+                    if t is None:
+                        t = regs[slot] = (
+                            empty(sizes, dtype=dtype, device=device)
+                            if st is None
+                            else torch.empty_strided(sizes, st, dtype=dtype, device=device)
+                        )
+                    buffers.append(t)
+                kernel(buffers, [env[n] for n in names] if names else ())
+
+            return tensors_step
+        if static:
 
             def step(regs: list, env: dict) -> None:
                 pointers = [regs[i].data_ptr() for i in ins]
-                for slot, sizes, dtype in fixed:
-                    t = empty(sizes, dtype=dtype, device=device)
-                    regs[slot] = t
+                for slot, sizes, dtype, st in fixed:
+                    t = regs[slot]  # its place in the workspace, if planned
+                    if t is None:
+                        t = regs[slot] = (
+                            empty(sizes, dtype=dtype, device=device)
+                            if st is None
+                            else torch.empty_strided(sizes, st, dtype=dtype, device=device)
+                        )
                     pointers.append(t.data_ptr())
                 launch(pointers, [env[n] for n in names] if names else ())
 
             return step
 
+        stride_fns = [None if st is None else size_fn(st) for *_, st in outs]
+
         def generic_step(regs: list, env: dict) -> None:
             buffers = [regs[i] for i in ins]
-            for slot, _, sizes, dtype in outs:
-                t = empty(sizes(env), dtype=dtype, device=device)
+            for (slot, _, sizes, dtype, _), st in zip(outs, stride_fns):
+                if st is None:
+                    t = empty(sizes(env), dtype=dtype, device=device)
+                else:
+                    t = torch.empty_strided(sizes(env), st(env), dtype=dtype, device=device)
                 regs[slot] = t
                 buffers.append(t)
             kernel(buffers, [env[n] for n in names])
@@ -166,7 +228,7 @@ class CompiledGraph:
     def _library_step(self, op: PrimOp) -> Step:
         operands = [self._slot(v) for v in op.operands]
         result = self._slot(op.results[0])
-        fast = _static_library_call(op)
+        fast = _static_library_call(op, result_format(op))
         if fast is not None:
             if len(operands) == 1:
                 (x,) = operands
@@ -176,6 +238,15 @@ class CompiledGraph:
 
                 return unary
 
+            if isinstance(op, prim.MmOp | prim.BmmOp):
+                a, b = operands
+
+                def product(regs: list, env: dict) -> None:
+                    out = regs[result]  # its place in the workspace, if planned
+                    regs[result] = fast(regs[a], regs[b]) if out is None else fast(regs[a], regs[b], out=out)
+
+                return product
+
             def call(regs: list, env: dict) -> None:
                 regs[result] = fast(*[regs[i] for i in operands])
 
@@ -184,6 +255,7 @@ class CompiledGraph:
         # Kernels read library results as contiguous buffers; only views (which feed
         # library calls and the graph's results, never kernels) keep their strides.
         keep_layout = isinstance(op, prim.VIEW_OPS)
+        memory_format = result_format(op)
         if len(op.results) > 1:  # prim.sort, prim.topk: one register per result
             results = [self._slot(r) for r in op.results]
 
@@ -198,7 +270,7 @@ class CompiledGraph:
         def step(regs: list, env: dict) -> None:
             with bound_symbols(env):
                 out = op.reference(*[regs[i] for i in operands])
-            regs[result] = out if keep_layout else out.contiguous()
+            regs[result] = out if keep_layout else out.contiguous(memory_format=memory_format)
 
         return step
 
@@ -229,11 +301,25 @@ class CompiledGraph:
         regs: list[Any] = [None] * self._registers
         for slot, x, layout in zip(self._arguments, args, self._layouts):
             regs[slot] = layout(x, env) if layout is not None else x
-        for step, dead in self._plan:
-            step(regs, env)
-            for i in dead:
-                regs[i] = None
-        return [regs[i] for i in self._result_slots]
+        if self._memory is None:
+            for step, dead in self._plan:
+                step(regs, env)
+                for i in dead:
+                    regs[i] = None
+            return [regs[i] for i in self._result_slots]
+        # A workspace no other call is using (pop and append are atomic under the GIL).
+        free = self._workspaces.setdefault(self._stream(), [])
+        workspace = free.pop() if free else self._memory.workspace(self.device)
+        try:
+            for slot, t in workspace:
+                regs[slot] = t
+            for step, dead in self._plan:
+                step(regs, env)
+                for i in dead:
+                    regs[i] = None
+            return [regs[i] for i in self._result_slots]
+        finally:
+            free.append(workspace)
 
 
 def _tensor_binder(i: int, rank: int, symbols: list[tuple[int, str]]):
@@ -289,7 +375,7 @@ def _layout_check(t: TensorType, strides: Sequence[Dim]) -> Callable[[torch.Tens
     return check
 
 
-def _static_library_call(op: PrimOp) -> Callable[..., torch.Tensor] | None:
+def _static_library_call(op: PrimOp, memory_format: torch.memory_format) -> Callable[..., torch.Tensor] | None:
     """A torch call with every argument worked out now, for ops whose result does not
     depend on shape symbols (None otherwise: the op's reference runs)."""
     if isinstance(op, prim.MmOp):
@@ -300,7 +386,27 @@ def _static_library_call(op: PrimOp) -> Callable[..., torch.Tensor] | None:
         stride, padding, dilation = (list(prim.ints_of(a)) for a in (op.stride, op.padding, op.dilation))
         groups = op.groups.value.data
         output_padding = [0] * len(stride)
+        if memory_format == torch.channels_last:
+            # NHWC in and out (passes/fusion/layouts.py): the weight is converted on each
+            # call (a parameter may change between calls), and so is an input no kernel
+            # made (a graph argument): oneDNN's NHWC convolution gains more than that costs.
+            def nhwc(x, w):
+                x = x.contiguous(memory_format=memory_format)
+                w = w.contiguous(memory_format=memory_format)
+                out = torch.convolution(x, w, None, stride, padding, dilation, False, output_padding, groups)
+                return out.contiguous(memory_format=memory_format)
+
+            return nhwc
         return lambda x, w: torch.convolution(x, w, None, stride, padding, dilation, False, output_padding, groups).contiguous()
+    if isinstance(op, ScaledDotProductAttentionOp):
+        scale = op.scale.value.data if op.scale is not None else None
+        causal = bool(op.is_causal.value.data)
+        sdpa = torch.nn.functional.scaled_dot_product_attention
+
+        def attention(q, k, v, mask=None):
+            return sdpa(q, k, v, attn_mask=mask, is_causal=causal, scale=scale).contiguous()
+
+        return attention
     if isinstance(op, prim.PermuteOp):
         dims = prim.ints_of(op.dims)
         return lambda x: x.permute(dims)

@@ -20,6 +20,7 @@ from xdsl.dialects.builtin import FloatAttr, IntegerAttr, ModuleOp, i64
 from xdsl.ir import Attribute, Block, Operation, Region, SSAValue
 
 from strata.dialects import aten, prim
+from strata.dialects.prim_attention import ScaledDotProductAttentionOp
 from strata.dialects import kernel as kd
 from strata.dialects.types import DTYPES, Dim, TensorType, is_float, scalar_type, sym
 from strata.testing.aten_programs import _has_symbols, _symbolic_attr, set_argument
@@ -205,6 +206,13 @@ def _zoo_prim_op(draw, palette: Palette, block: Block, cls: type[Operation]) -> 
         if cls is prim_convolution_backward.ConvolutionBackwardInputOp:
             return cls(arg(grad), arg(TensorType(w, "f32")), x, stride, padding, dilation, groups)
         return cls(arg(grad), arg(TensorType(x, "f32")), w, stride, padding, dilation, groups)
+    if cls is ScaledDotProductAttentionOp:
+        bb, q_len, kv_len, e, ev = (draw(zoo_dims()) for _ in range(5))
+        q, k = arg(TensorType([bb, q_len, e], "f32")), arg(TensorType([bb, kv_len, e], "f32"))
+        v = arg(TensorType([bb, kv_len, ev], "f32"))
+        mask = arg(TensorType([q_len, kv_len], "f32")) if draw(st.booleans()) else None
+        scale = draw(st.one_of(st.none(), st.sampled_from([0.125, 0.5, 1.0])))
+        return ScaledDotProductAttentionOp(q, k, v, mask, draw(st.booleans()), scale)
     raise GeneratorError(f"the zoo does not know {cls.name}: add it to _zoo_prim_op in testing/op_zoo.py")
 
 

@@ -84,7 +84,7 @@ def test_logs_of_a_gpt_block_with_a_graph_break(capsys, quiet_after):
     # Each pass: ops in -> ops out, per dialect, and its time; tagged with the graph.
     decompose = [ln for ln in lines if ln.startswith("[strata.passes] [graph") and "] decompose: " in ln]
     assert len(decompose) == 2, err
-    assert re.search(r"decompose: (\d+) ops -> (\d+) ops \(aten \1 -> 0, prim 0 -> \d+\) in [\d.]+ ms", decompose[0])
+    assert re.search(r"decompose: (\d+) ops -> (\d+) ops \(aten \1 -> 0, prim 0 -> \d+\) in [\d.]+ m?s", decompose[0])
     assert re.search(r"\(aten (\d+) -> 1, prim 0 -> \d+\)", decompose[1])  # i0 stays aten
     assert re.search(r"\] fuse: \d+ ops -> \d+ ops .*kernel 0 -> \d+", err)
     assert re.search(r"^\[strata.passes\] \[graph \d+ \(\d+/0\)\] infer-shapes: ", err, re.M)
@@ -99,8 +99,10 @@ def test_logs_of_a_gpt_block_with_a_graph_break(capsys, quiet_after):
 
     # Code generation and the cache: the second block's kernels are the first's.
     assert re.search(r"\[strata.codegen\] \[graph \d+ \(0/0\)\] k0: llvm, \d+ lines, in [\d.]+ ms; from aten.native_layer_norm", err)
+    # (The graph itself differs: its source lines are the second block's.)
     graph1 = [ln for ln in lines if ln.startswith("[strata.cache]") and "(1/0)]" in ln]
-    assert graph1 and all(": hit (llvm)" in ln for ln in graph1), graph1
+    assert graph1[0].endswith("graph: miss: lowered and stored"), graph1
+    assert graph1[1:] and all(": hit (llvm)" in ln for ln in graph1[1:]), graph1
 
 
 def test_env_var_is_read_on_import():

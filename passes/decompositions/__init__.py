@@ -3,6 +3,7 @@ the table `RULES` (see rules.py)."""
 
 from strata.passes.decompositions import (  # noqa: F401  (each registers its rules)
     arg_reduction,
+    attention,
     batch_norm,
     conversion,
     convolution,

@@ -19,7 +19,19 @@ Index = tuple[sympy.Expr, ...]
 
 
 def equal(a: Dim, b: Dim) -> bool:
-    return sympy.simplify(sym(a) - sym(b)) == 0
+    return is_zero(sym(a) - sym(b))
+
+
+def is_zero(e: sympy.Expr) -> bool:
+    """Whether e is identically 0. A polynomial in the shape symbols and loop variables
+    is zero exactly when its expansion is (sympy.simplify, tried only where floor or
+    Mod appear, costs a hundred times more: it was most of a dynamic-shape compile)."""
+    e = sympy.expand(e)
+    if e == 0:
+        return True
+    if e.is_number or not e.has(sympy.floor, sympy.Mod):
+        return False
+    return sympy.simplify(e) == 0
 
 
 def contiguous_strides(dims: Sequence[Dim]) -> list[sympy.Expr]:
@@ -84,7 +96,7 @@ def reshape_index(index: Index, result_dims: Sequence[Dim], operand_dims: Sequen
     """The operand index read by element `index` of a row-major reshape."""
     if any(d == 0 for d in (*result_dims, *operand_dims)):
         return tuple(sympy.Integer(0) for _ in operand_dims)  # no element is ever read
-    groups = _match_groups(result_dims, operand_dims)
+    groups = match_groups(result_dims, operand_dims)
     if groups is None:
         groups = [(list(range(len(result_dims))), list(range(len(operand_dims))))]
     out: list[sympy.Expr] = [sympy.Integer(0)] * len(operand_dims)
@@ -101,7 +113,7 @@ def reshape_index(index: Index, result_dims: Sequence[Dim], operand_dims: Sequen
     return tuple(sympy.expand(v) if v.is_Add else v for v in out)
 
 
-def _match_groups(a: Sequence[Dim], b: Sequence[Dim]) -> list[tuple[list[int], list[int]]] | None:
+def match_groups(a: Sequence[Dim], b: Sequence[Dim]) -> list[tuple[list[int], list[int]]] | None:
     """Split both dim lists into consecutive groups of equal element count."""
     groups: list[tuple[list[int], list[int]]] = []
     i = j = 0
@@ -142,10 +154,10 @@ def _match_groups(a: Sequence[Dim], b: Sequence[Dim]) -> list[tuple[list[int], l
 def _smaller(x: sympy.Expr, y: sympy.Expr) -> bool:
     """Whether x is known to be smaller than y; unknown counts as smaller when y is
     a product that contains x (so the group grows on the side that lags)."""
-    diff = sympy.simplify(y - x)
+    diff = sympy.expand(y - x)
     if diff.is_positive:
         return True
     if diff.is_negative:
         return False
-    q = sympy.simplify(y / x)
+    q = sympy.cancel(y / x)
     return not (q.is_number and q < 1)

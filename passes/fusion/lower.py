@@ -168,7 +168,7 @@ class KernelBuilder:
             out = self.output_args[v]
             stored = self.convert(scalar, dtype_of(v))
             dims = dims_of(v)
-            self.add(kd.StoreOp(stored, out, offset(self.node_index(v), dims, contiguous_strides(dims))))
+            self.add(kd.StoreOp(stored, out, offset(self.node_index(v), dims, self.strides_of(v))))
 
     def build(self, name: str) -> kd.FuncOp:
         for v in self.outputs:

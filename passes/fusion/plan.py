@@ -42,7 +42,7 @@ from strata.passes.fusion.decisions import (
     kernel_name,
     log,
 )
-from strata.passes.fusion.indexing import Index, equal
+from strata.passes.fusion.indexing import Index, equal, is_zero, match_groups, reshape_index
 
 INLINE_OPS = (
     prim.ElementwiseOp,
@@ -108,16 +108,32 @@ class Domain:
         return tuple(v for i, v in enumerate(full) if i not in self.reduced)
 
     def index_for(self, dims: tuple[Dim, ...]) -> Index | None:
-        """The index at which a value of these dims is computed here, if it fits."""
+        """The index at which a value of these dims is computed here, if it fits: the
+        loop variables for a value of the domain's shape (or, in a reduction, of its
+        kept shape); in a pointwise domain, also for a value whose shape merges runs of
+        the domain's dims (a [512, 768] value in a [2, 256, 768] domain, at
+        [256·x0 + x1, x2]): the same elements in the same order, at an affine index."""
         if same_shape(dims, self.full):
             return self.full_index()
-        if self.reduced and same_shape(dims, self.kept):
-            return self.kept_index()
-        return None
+        if self.reduced:
+            return self.kept_index() if same_shape(dims, self.kept) else None
+        return merged_index(self.full_index(), self.full, dims)
 
 
 def same_shape(a: tuple[Dim, ...], b: tuple[Dim, ...]) -> bool:
     return len(a) == len(b) and all(x == y or equal(x, y) for x, y in zip(a, b))
+
+
+def merged_index(index: Index, fine: tuple[Dim, ...], coarse: tuple[Dim, ...]) -> Index | None:
+    """The index into a value of shape `coarse` of element `index` of `fine`, when each
+    dim of `coarse` is the product of a run of consecutive dims of `fine` (a row-major
+    reshape that only merges dims); None otherwise."""
+    if not fine or not coarse or len(coarse) > len(fine) or any(d == 0 for d in fine):
+        return None
+    groups = match_groups(fine, coarse)
+    if groups is None or any(len(opd) != 1 or not res for res, opd in groups):
+        return None
+    return reshape_index(index, fine, coarse)
 
 
 @dataclass
@@ -249,7 +265,7 @@ def reads(v: SSAValue, index: Index, realized: set[SSAValue], out: list[tuple[SS
 
 
 def same_index(a: Index, b: Index) -> bool:
-    return len(a) == len(b) and all(sympy.simplify(x - y) == 0 for x, y in zip(a, b))
+    return len(a) == len(b) and all(x == y or is_zero(x - y) for x, y in zip(a, b))
 
 
 def build_plan(ops: list[Operation], outputs: list[SSAValue]) -> Plan:
@@ -354,4 +370,12 @@ def _merged_domain(k: Kernel, v: SSAValue, own: Domain) -> Domain | None:
         if same_shape(d.full, own.full) or same_shape(d.full, own.kept):
             return own
         return None
-    return d if d.index_for(dims_of(v)) is not None else None
+    if d.index_for(dims_of(v)) is not None:
+        return d
+    # v splits dims the kernel's domain merges: v's shape becomes the domain, if every
+    # node the kernel has fits it (at affine indices, merged_index).
+    if not d.reduced:
+        finer = Domain(dims_of(v))
+        if all(finer.index_for(dims_of(n)) is not None for n in k.nodes):
+            return finer
+    return None

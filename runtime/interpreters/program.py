@@ -31,6 +31,7 @@ from strata.dialects.types import DTYPES, TensorType, concrete
 from strata.runtime.bindings import bind_symbols
 from strata.runtime.interpreters import symbols
 from strata.runtime.interpreters.kernel import KernelFunctions
+from strata.runtime.layouts import launch_strides, result_format
 
 # Runs one kernel.func on buffers (inputs, then preallocated outputs) and the values
 # of its shape symbols.
@@ -66,8 +67,9 @@ class ProgramFunctions(InterpreterFunctions):
 
     def _run_body(self, interpreter: Interpreter, program: kd.ProgramOp, args: list[Any]) -> list[Any]:
         """The program's ops in order. Kernels index every tensor the program makes
-        as contiguous, so each op's results are made contiguous, except those of
-        views, which only feed library calls, eager ops and the results."""
+        as contiguous, or in the layout the program names (runtime/layouts.py), so
+        each op's results are made so, except those of views, which only feed
+        library calls, eager ops and the results."""
         interpreter.push_scope(program.sym_name.data)
         try:
             interpreter.set_values(zip(program.block.args, args))
@@ -76,8 +78,11 @@ class ProgramFunctions(InterpreterFunctions):
                 if isinstance(op, kd.ReturnOp):
                     return list(inputs)
                 results = interpreter.run_op(op, inputs)
-                if not isinstance(op, prim.VIEW_OPS):
-                    results = tuple(r.contiguous() if isinstance(r, torch.Tensor) else r for r in results)
+                if isinstance(op, kd.LaunchOp):
+                    pass  # laid out as the launch asked (run_launch)
+                elif not isinstance(op, prim.VIEW_OPS):
+                    fmt = result_format(op)
+                    results = tuple(r.contiguous(memory_format=fmt) if isinstance(r, torch.Tensor) else r for r in results)
                 interpreter.set_values(zip(op.results, results))
         finally:
             interpreter.pop_scope()
@@ -90,8 +95,12 @@ class ProgramFunctions(InterpreterFunctions):
             raise ValueError(f"kernel.launch: @{op.callee.string_value()} is not a kernel.func")
         env = symbols.current(interpreter)
         outs = []
-        for v in op.outs:
-            t = torch.empty(concrete(v.type.dims, env), dtype=DTYPES[v.type.dtype])
+        for v, strides in zip(op.outs, launch_strides(op)):
+            sizes = concrete(v.type.dims, env)
+            if strides is None:
+                t = torch.empty(sizes, dtype=DTYPES[v.type.dtype])
+            else:  # a layout the fused program chose (passes/fusion/layouts.py)
+                t = torch.empty_strided(sizes, concrete(strides, env), dtype=DTYPES[v.type.dtype])
             if self.fill is not None:
                 t.fill_(self.fill if t.dtype.is_floating_point else 0)
             outs.append(t)

@@ -1,0 +1,108 @@
+"""Attention kept whole: `F.scaled_dot_product_attention` in an inference graph becomes
+one op, `strata::sdpa`, before AOTAutograd sees it.
+
+AOTAutograd traces sdpa through its composite implementation, into a device-specific
+op (flash, memory-efficient or cuDNN attention on CUDA, each with its own extra
+outputs) or, with Core ATen decompositions, into bmm, softmax and bmm. strata lowers
+attention to `prim.sdpa`, a library call that runs torch's fused kernels, so the graph
+Dynamo captured is rewritten first: each call with no dropout becomes `strata::sdpa`, a
+custom op AOTAutograd leaves alone. In a training graph each call becomes torch's math
+implementation instead (attention_as_math), whose backward strata compiles too.
+"""
+
+from __future__ import annotations
+
+import operator
+from typing import Any
+
+import torch
+import torch.fx
+from torch.nn import functional as F
+
+
+@torch.library.custom_op("strata::sdpa", mutates_args=())
+def sdpa(
+    q: torch.Tensor,
+    k: torch.Tensor,
+    v: torch.Tensor,
+    attn_mask: torch.Tensor | None = None,
+    is_causal: bool = False,
+    scale: float | None = None,
+) -> torch.Tensor:
+    return F.scaled_dot_product_attention(q, k, v, attn_mask=attn_mask, is_causal=is_causal, scale=scale).contiguous()
+
+
+@sdpa.register_fake
+def _(q, k, v, attn_mask=None, is_causal=False, scale=None):
+    return q.new_empty((*q.shape[:-1], v.shape[-1]))
+
+
+_SDPA_TARGETS = (torch._C._nn.scaled_dot_product_attention, F.scaled_dot_product_attention)
+_KEYWORDS = ("attn_mask", "dropout_p", "is_causal", "scale")
+
+
+def is_training(example_inputs: list[Any]) -> bool:
+    """Whether AOTAutograd will build a backward graph for these inputs."""
+    return torch.is_grad_enabled() and any(isinstance(x, torch.Tensor) and x.requires_grad for x in example_inputs)
+
+
+def _calls(gm: torch.fx.GraphModule):
+    """(node, its arguments by name) for each sdpa call."""
+    for n in list(gm.graph.nodes):
+        if n.op == "call_function" and n.target in _SDPA_TARGETS:
+            args = dict(zip(("query", "key", "value", *_KEYWORDS), n.args))
+            args.update(n.kwargs)
+            yield n, args
+
+
+def keep_attention_whole(gm: torch.fx.GraphModule) -> int:
+    """Rewrites each dropout-free sdpa call of an inference graph to strata::sdpa;
+    returns how many it rewrote."""
+    rewritten = 0
+    for n, args in _calls(gm):
+        if args.get("dropout_p", 0.0) != 0.0 or args.get("enable_gqa", False):
+            continue
+        if not all(isinstance(args.get(k), bool | float | None) for k in ("is_causal", "scale")):
+            continue  # a traced value where a constant goes: leave it to torch
+        with gm.graph.inserting_before(n):
+            new = gm.graph.call_function(
+                torch.ops.strata.sdpa.default,
+                (args["query"], args["key"], args["value"]),
+                {"attn_mask": args.get("attn_mask"), "is_causal": bool(args.get("is_causal", False)), "scale": args.get("scale")},
+            )
+        _replace(gm, n, new)
+        rewritten += 1
+    if rewritten:
+        gm.recompile()
+    return rewritten
+
+
+def attention_as_math(gm: torch.fx.GraphModule) -> int:
+    """Rewrites each sdpa call of a training graph to torch's math implementation, so
+    that the backward graph is ordinary ops strata compiles. Left to AOTAutograd, sdpa
+    becomes a fused attention op whose backward (an eager kernel) reads the logsumexp
+    the forward saved, which the forward's Core ATen decomposition does not compute
+    the way that kernel expects."""
+    rewritten = 0
+    for n, args in _calls(gm):
+        kwargs = {k: args[k] for k in ("attn_mask", "dropout_p", "is_causal") if k in args}
+        if args.get("scale") is not None:
+            kwargs["scale"] = args["scale"]
+        if args.get("enable_gqa"):
+            kwargs["enable_gqa"] = True
+        with gm.graph.inserting_before(n):
+            math = gm.graph.call_function(
+                torch.ops.aten._scaled_dot_product_attention_math.default, (args["query"], args["key"], args["value"]), kwargs
+            )
+            out = gm.graph.call_function(operator.getitem, (math, 0))
+        _replace(gm, n, out)
+        rewritten += 1
+    if rewritten:
+        gm.recompile()
+    return rewritten
+
+
+def _replace(gm: torch.fx.GraphModule, old: torch.fx.Node, new: torch.fx.Node) -> None:
+    new.meta = dict(old.meta)
+    old.replace_all_uses_with(new)
+    gm.graph.erase_node(old)

@@ -1,0 +1,83 @@
+"""The on-disk cache of whole graphs: aten module in, kernel-level module out.
+
+A warm compile (a second process compiling the same model) would otherwise run the
+pass pipeline again only to find every kernel in the kernel cache: for a small graph
+the passes are most of strata's compile time. The pipeline is a pure function of the
+aten module's text (types, strides, symbols and source locations included) and the
+pass list, so that text, the pass list, the back end and a digest of strata's own
+source are the key, and the kernel-level module's text is the value, with the reasons
+the decompositions gave for the ops they left to eager (their warnings name them).
+
+An entry is written to a temporary name and renamed into place (runtime/cache.py); one
+that does not parse, or whose text does not match its digest, is a miss, and the graph is compiled afresh.
+"""
+
+from __future__ import annotations
+
+import functools
+import hashlib
+import json
+import logging
+import pathlib
+
+from xdsl.dialects.builtin import ModuleOp
+
+from strata.runtime import cache
+
+KIND = "graphs"
+SUFFIX = ".json"
+log = logging.getLogger("strata.cache")
+
+# The folders whose code decides what the pipeline makes of a graph.
+_SOURCE_FOLDERS = ("dialects", "passes", "frontend")
+
+
+@functools.cache
+def source_digest() -> str:
+    """A digest of the compiler's Python source above code generation: a change to any
+    pass or dialect never serves a program it would no longer produce."""
+    root = pathlib.Path(__file__).resolve().parent.parent
+    h = hashlib.sha256()
+    for folder in _SOURCE_FOLDERS:
+        for path in sorted((root / folder).rglob("*.py")):
+            h.update(str(path.relative_to(root)).encode())
+            h.update(path.read_bytes())
+    return h.hexdigest()
+
+
+def key(aten_text: str, pipeline: list[str], codegen: str, device: str, options: dict) -> str:
+    """Every option but tracing's is part of the key: any of them may change what the
+    passes do (fallback_random keeps random ops eager, for one)."""
+    settings = json.dumps({k: repr(v) for k, v in sorted(options.items()) if not k.startswith("trace.")})
+    return cache.cache_key(KIND, aten_text, ",".join(pipeline), codegen, device, settings, source_digest())
+
+
+def read(graph_key: str) -> tuple[ModuleOp, list[tuple[str, str | None, str]]] | None:
+    """The kernel-level module and the declines stored under `graph_key`, or None."""
+    data = cache.read(KIND, graph_key, SUFFIX)
+    if data is None:
+        return None
+    try:
+        from strata.dialects.context import parse_module
+
+        entry = json.loads(data)
+        text = entry["module"]
+        if hashlib.sha256(text.encode()).hexdigest() != entry["digest"]:
+            raise ValueError("the module's digest does not match its text")
+        # Verified when it was written, and unchanged since (the digest): the verifiers
+        # would cost a third of a warm compile.
+        module = parse_module(text)
+        declines = [(str(a), None if b is None else str(b), str(c)) for a, b, c in entry["declines"]]
+    except Exception as e:  # a corrupt or foreign entry: compile afresh
+        log.info("graph cache entry %s is unreadable (%s: %s); compiling afresh", graph_key, type(e).__name__, e)
+        return None
+    return module, declines
+
+
+def write(graph_key: str, module: ModuleOp, declines: list[tuple[str, str | None, str]]) -> None:
+    text = str(module)
+    entry = {"module": text, "digest": hashlib.sha256(text.encode()).hexdigest(), "declines": [list(d) for d in declines]}
+    try:
+        cache.write(KIND, graph_key, SUFFIX, json.dumps(entry).encode())
+    except OSError:
+        pass  # the cache is an optimization: an unwritable cache directory costs time only

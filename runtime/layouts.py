@@ -1,0 +1,30 @@
+"""The buffer layouts a fused program asks for (passes/fusion/layouts.py), as the
+runtime and the interpreters apply them: the strides of a launch's outputs, and the
+memory format of a library op's result."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+import torch
+from xdsl.dialects.builtin import ArrayAttr, StringAttr
+from xdsl.ir import Operation
+
+from strata.dialects import prim
+from strata.passes.fusion.layouts import CHANNELS_LAST, LAYOUT_ATTR, STRIDES_ATTR
+
+
+def launch_strides(op: Operation) -> list[Sequence | None]:
+    """Each output's strides (dims: ints or sympy expressions), None for contiguous."""
+    attr = op.attributes.get(STRIDES_ATTR)
+    if not isinstance(attr, ArrayAttr):
+        return [None] * len(op.results)
+    return [prim.dims_of(a) for a in attr.data]
+
+
+def result_format(op: Operation) -> torch.memory_format:
+    """The memory format a library op's result must have for the kernels that read it."""
+    attr = op.attributes.get(LAYOUT_ATTR)
+    if isinstance(attr, StringAttr) and attr.data == CHANNELS_LAST:
+        return torch.channels_last
+    return torch.contiguous_format

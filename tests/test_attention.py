@@ -1,0 +1,77 @@
+"""Attention as one library call (prim.sdpa) in inference graphs; decomposed as before
+where a backward pass is needed or dropout draws random numbers."""
+
+from __future__ import annotations
+
+import warnings
+
+import pytest
+import torch
+import torch.nn.functional as F
+
+import strata
+from tests.test_end_to_end import TARGET_IDS, TARGETS
+
+
+def attention(q, k, v, mask):
+    # Two calls, one with an additive mask, one causal, and math around them.
+    return F.scaled_dot_product_attention(q.sin(), k, v, attn_mask=mask) * 2 + F.scaled_dot_product_attention(
+        q, k, v, is_causal=True, scale=0.3
+    )
+
+
+def _inputs(device, dtype=torch.float32, L=16, S=16):
+    torch.manual_seed(0)
+    q = torch.randn(2, 3, L, 8, device=device, dtype=dtype)
+    k, v = (torch.randn(2, 3, S, 8, device=device, dtype=dtype) for _ in range(2))
+    return q, k, v, torch.randn(L, S, device=device, dtype=dtype)
+
+
+
+@pytest.mark.parametrize("target", TARGETS, ids=TARGET_IDS)
+def test_inference_is_one_library_call_per_attention(target, tmp_path):
+    device, codegen = target
+    args = _inputs(device)
+    compiled = strata.compile(attention, options={"codegen": codegen, "trace.enabled": True, "trace.dir": str(tmp_path)})
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")  # no eager fallback
+        with torch.no_grad():
+            got = compiled(*args)
+    torch.testing.assert_close(got, attention(*args), atol=1e-5, rtol=1e-5)
+    program = next(tmp_path.glob("graph_*/2_kernel.mlir")).read_text()
+    assert program.count("prim.sdpa") == 2 and "prim.bmm" not in program
+
+
+def test_training_decomposes_and_matches_eager_gradients():
+    q, k, v, mask = _inputs("cpu")
+    for t in (q, k, v):
+        t.requires_grad_(True)
+    compiled = strata.compile(attention)
+    got = compiled(q, k, v, mask)
+    got.sum().backward()
+    grads = [t.grad.clone() for t in (q, k, v)]
+    for t in (q, k, v):
+        t.grad = None
+    want = attention(q, k, v, mask)
+    want.sum().backward()
+    torch.testing.assert_close(got, want, atol=1e-5, rtol=1e-5)
+    for g, t in zip(grads, (q, k, v)):
+        torch.testing.assert_close(g, t.grad, atol=1e-5, rtol=1e-5)
+
+
+def test_dropout_is_left_to_torch():
+    from strata.frontend.attention import keep_attention_whole
+
+    def f(q, k, v):
+        return F.scaled_dot_product_attention(q, k, v, dropout_p=0.5)
+
+    gm = torch.fx.symbolic_trace(f)
+    assert keep_attention_whole(gm) == 0
+
+
+def test_dynamic_sequence_lengths():
+    compiled = strata.compile(attention, dynamic=True)
+    with torch.no_grad():
+        for L in (5, 9, 17):
+            args = _inputs("cpu", L=L, S=L)
+            torch.testing.assert_close(compiled(*args), attention(*args), atol=1e-5, rtol=1e-5)

@@ -1,0 +1,67 @@
+"""Convolutions end to end: library calls laid out channels-last between kernels
+(passes/fusion/layouts.py), on both code generators, against eager."""
+
+from __future__ import annotations
+
+import pytest
+import torch
+from torch import nn
+
+from tests.test_end_to_end import TARGET_IDS, TARGETS, compile_and_compare
+
+
+class BasicBlock(nn.Module):
+    """conv-bn-relu-conv-bn, a residual add (through a strided 1×1 projection when
+    the block downsamples), relu: the kernels between convolutions run in NHWC."""
+
+    def __init__(self, c_in: int, c_out: int, stride: int, groups: int = 1):
+        super().__init__()
+        self.conv1 = nn.Conv2d(c_in, c_out, 3, stride=stride, padding=1, bias=False, groups=groups)
+        self.bn1 = nn.BatchNorm2d(c_out)
+        self.conv2 = nn.Conv2d(c_out, c_out, 3, padding=1, bias=True)
+        self.bn2 = nn.BatchNorm2d(c_out)
+        self.down = nn.Conv2d(c_in, c_out, 1, stride=stride, bias=False) if (stride, c_in) != (1, c_out) else None
+        for bn in (self.bn1, self.bn2):
+            bn.running_mean.uniform_(-0.5, 0.5)
+            bn.running_var.uniform_(0.5, 2.0)
+
+    def forward(self, x):
+        y = torch.relu(self.bn1(self.conv1(x)))
+        skip = x if self.down is None else self.down(x)
+        return torch.relu(skip + self.bn2(self.conv2(y)))
+
+
+@pytest.fixture(autouse=True)
+def _full_precision_convolutions():
+    """cuDNN convolves in TF32 by default, eager and strata alike, but NHWC and NCHW
+    pick different algorithms, whose TF32 roundings differ by ~1e-4: compare in fp32."""
+    before = torch.backends.cudnn.allow_tf32
+    torch.backends.cudnn.allow_tf32 = False
+    yield
+    torch.backends.cudnn.allow_tf32 = before
+
+
+@pytest.mark.parametrize("target", TARGETS, ids=TARGET_IDS)
+@pytest.mark.parametrize(
+    "c_in, c_out, stride, groups, size",
+    [(4, 4, 1, 1, 7), (4, 8, 2, 1, 9), (8, 8, 1, 2, 5), (3, 6, 2, 3, 1)],
+)
+def test_basic_block_matches_eager(target, c_in, c_out, stride, groups, size):
+    device, codegen = target
+    torch.manual_seed(0)
+    block = BasicBlock(c_in, c_out, stride, groups).eval().to(device)
+    x = torch.randn(2, c_in, size, size, device=device)
+    compile_and_compare(block, (x,), codegen, atol=1e-4, rtol=1e-4)
+
+
+def test_results_keep_eager_strides():
+    torch.manual_seed(0)
+    block = BasicBlock(4, 4, 1).eval()
+    x = torch.randn(2, 4, 6, 6)
+    import strata
+
+    with torch.no_grad():
+        got = strata.compile(block)(x)
+        want = block(x)
+    assert got.stride() == want.stride()
+    torch.testing.assert_close(got, want, atol=1e-4, rtol=1e-4)
