@@ -366,8 +366,11 @@ def _merged_domain(k: Kernel, v: SSAValue, own: Domain) -> Domain | None:
     if is_reduction(v.owner):
         if d.reduced:
             return d if same_shape(d.full, own.full) and d.reduced == own.reduced else None
-        # k is pointwise so far: its nodes must be rows or per-row values of v's domain.
-        if same_shape(d.full, own.full) or same_shape(d.full, own.kept):
+        # k is pointwise so far: its nodes must be rows or per-row values of v's domain
+        # (each of them: a node may be coarser than k's domain, see below).
+        if (same_shape(d.full, own.full) or same_shape(d.full, own.kept)) and all(
+            own.index_for(dims_of(n)) is not None for n in k.nodes
+        ):
             return own
         return None
     if d.index_for(dims_of(v)) is not None:
