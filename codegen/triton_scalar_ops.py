@@ -4,7 +4,7 @@ as Triton expressions, with eager PyTorch's semantics.
 f16 and bf16 operands are computed in f32 and rounded back after every op, as eager
 PyTorch does. Float math calls libdevice on CUDA (precise in f32 and f64) and the
 formulas of triton_math.INTERPRETER in Triton's interpreter, which cannot call
-libdevice. Each rule gets its operands as names of SSA values (or casts of them), so
+libdevice (there the functions tl has, exp and the rest of NATIVE, run in f64). Each rule gets its operands as names of SSA values (or casts of them), so
 it may repeat them freely.
 """
 
@@ -89,8 +89,16 @@ class ScalarOps:
         self.helpers.add(name)
         return f"_{name}({', '.join(args)})"
 
-    def native(self, fn: str, *args: str) -> str:
-        return f"{'libdevice' if self.cuda else 'tl'}.{fn}({', '.join(args)})"
+    def native(self, fn: str, dtype: str, *args: str) -> str:
+        if self.cuda:
+            return f"libdevice.{fn}({', '.join(args)})"
+        if dtype == "f64":
+            return f"tl.{fn}({', '.join(args)})"
+        # The interpreter's tl.exp & co. are numpy's f32 functions, often an ulp off
+        # (exp: 4 results in 10), which chains of them amplify; numpy's f64 functions
+        # rounded to f32 are correctly rounded, as eager's nearly always are.
+        wide = ", ".join(f"({a}).to(tl.float64)" for a in args)
+        return f"tl.{fn}({wide}).to({tl_dtype(dtype)})"
 
     def libdevice(self, prim_name: str, *args: str) -> str:
         """A libdevice function on CUDA, its stand-in helper in the interpreter."""
@@ -193,7 +201,7 @@ def _identity(o: ScalarOps, t: str, a: str) -> str:
 
 def _float_math(name: str) -> Rule:
     if name in NATIVE:
-        return lambda o, t, *args: o.native(name, *args)
+        return lambda o, t, *args: o.native(name, t, *args)
     return lambda o, t, *args: o.libdevice(name, *args)
 
 
@@ -243,7 +251,7 @@ def _signbit(o: ScalarOps, t: str, a: str) -> str:
 
 
 def _sigmoid(o: ScalarOps, t: str, a: str) -> str:
-    return _div(o, t, "1.0", f"1.0 + {o.native('exp', f'-{a}')}")
+    return _div(o, t, "1.0", f"1.0 + {o.native('exp', t, f'-{a}')}")
 
 
 def _nan_aware(fn: str) -> Rule:

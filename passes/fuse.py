@@ -100,6 +100,8 @@ def lower_graph(fn: func.FuncOp) -> list[Operation]:
     for item in plan.schedule:
         if isinstance(item, Kernel):
             builder = KernelBuilder(item, plan, strides_of, stored)
+            if not builder.outputs:
+                continue  # it would store nothing (values of dead ops): nothing to launch
             name = f"k{len(kernels)}"
             kernels.append(builder.build(name))
             if report:

@@ -31,7 +31,7 @@ from strata.dialects import kernel as kd
 from strata.runtime.interpreters import interpret_module, run_kernel, run_program
 from strata.runtime.interpreters.program import interpret_kernel
 from strata.testing.capture import assert_close, tolerance
-from strata.testing.float64 import as_accurate, as_float64, in_float64
+from strata.testing.float64 import as_accurate, as_float64, in_float64, worst_error
 from strata.testing.inputs import InputSpec, make_inputs, signature_of
 
 
@@ -70,8 +70,10 @@ def _judged_in_float64(i: int, want: torch.Tensor, got: torch.Tensor, exact: Cal
         return f"(the program in float64, the yardstick of accuracy, fails: {_error(e)})"
     if as_accurate(got, want, reference, tolerance(want.dtype)):
         return None
-    worst = lambda t: float((t.double() - reference.double().reshape(t.shape)).abs().nan_to_num(math.inf).max())  # noqa: E731
-    return f"and it is less accurate than expected: its error against the program in float64 is {worst(got):.3g}, the reference's {worst(want):.3g}"
+    return (
+        "and it is less accurate than expected: its error against the program in float64 is "
+        f"{worst_error(got, reference):.3g}, the reference's {worst_error(want, reference):.3g}"
+    )
 
 
 def _once(f: Callable[[], Any]) -> Callable[[], Any]:

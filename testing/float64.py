@@ -76,6 +76,13 @@ def as_accurate(got: torch.Tensor, want: torch.Tensor, exact: torch.Tensor, tol:
     return bool(((_error(g, r) <= _error(w, r) + slack) | (g == w) | (g.isnan() & w.isnan())).all())
 
 
+def worst_error(x: torch.Tensor, exact: torch.Tensor) -> float:
+    """The largest error of x against `exact` (see `_error`)."""
+    if x.numel() == 0:
+        return 0.0
+    return float(_error(x.double(), exact.double().reshape(x.shape)).max())
+
+
 def _error(x: torch.Tensor, exact: torch.Tensor) -> torch.Tensor:
     """|x - exact|: 0 where they are equal (infinities, and NaN with NaN), infinite
     where one is NaN or they are infinities of another sign."""
