@@ -65,3 +65,18 @@ def test_results_keep_eager_strides():
         want = block(x)
     assert got.stride() == want.stride()
     torch.testing.assert_close(got, want, atol=1e-4, rtol=1e-4)
+
+
+@pytest.mark.parametrize("target", TARGETS, ids=TARGET_IDS)
+@pytest.mark.parametrize("param_dtype", [torch.float32, torch.bfloat16])
+def test_half_precision_batch_norm_in_inference_is_compiled(target, param_dtype):
+    """bf16 activations with f32 statistics (what autocast leaves) or all-bf16: one
+    rounding at the end, as eager's kernel; nothing runs eagerly."""
+    device, codegen = target
+    torch.manual_seed(0)
+    bn = nn.BatchNorm2d(6).eval()
+    bn.running_mean.uniform_(-0.5, 0.5)
+    bn.running_var.uniform_(0.5, 2.0)
+    bn = bn.to(device=device, dtype=param_dtype)
+    x = torch.randn(2, 6, 5, 5, device=device, dtype=torch.bfloat16)
+    compile_and_compare(lambda v: torch.relu(bn(v)), (x,), codegen, torch.bfloat16)

@@ -20,12 +20,8 @@ from strata.dialects import prim
 from strata.dialects.aten import AtenOp
 from strata.dialects.types import is_float, numel
 from strata.passes.decompositions.builder import Decline, PrimBuilder, accumulator, tensor_of
+from strata.passes.decompositions.convolution import _per_channel
 from strata.passes.decompositions.rules import decomposes
-
-
-def _per_channel(b: PrimBuilder, v: SSAValue, dims: Sequence, dtype: str) -> SSAValue:
-    """A [c] tensor broadcast along dim 1 of `dims` (n, c, *spatial)."""
-    return b.add(prim.BroadcastInDimOp(b.convert(v, dtype), dims, [1]))
 
 
 def _blend(b: PrimBuilder, momentum: float, batch: SSAValue, running: SSAValue) -> SSAValue:

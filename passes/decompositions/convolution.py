@@ -12,7 +12,7 @@ from xdsl.ir import SSAValue
 from strata.dialects import prim
 from strata.dialects.aten import AtenOp
 from strata.dialects.types import is_float
-from strata.passes.decompositions.builder import Decline, PrimBuilder, tensor_of
+from strata.passes.decompositions.builder import Decline, PrimBuilder, accumulator, tensor_of
 from strata.passes.decompositions.rules import decomposes
 
 
@@ -52,16 +52,23 @@ def convolution(op: AtenOp, b: PrimBuilder) -> SSAValue:
 def batch_norm_inference(op: AtenOp, b: PrimBuilder) -> Sequence[SSAValue]:
     """y = x·α + β per channel, α = weight / sqrt(var + eps), β = bias - mean·α, as
     ATen's batch_norm_cpu_collect_linear_and_constant_terms computes it; the saved
-    mean and invstd of inference are empty."""
+    mean and invstd of inference are empty. f16 and bf16 inputs (autocast leaves the
+    statistics in f32) are computed in f32 and rounded once, as eager's kernels do."""
     x = b.arg("input")
     t = tensor_of(x)
-    if t.dtype != "f32" or t.rank < 2:
-        raise Decline("batch norm in f32, [n, c, …]")
-    mean, var = b.arg("running_mean"), b.arg("running_var")
+    if not is_float(t.dtype) or t.rank < 2:
+        raise Decline("batch norm of floats, [n, c, …]")
+    compute = accumulator(t.dtype)
+    mean, var = b.convert(b.arg("running_mean"), compute), b.convert(b.arg("running_var"), compute)
     weight, bias = b.arg("weight"), b.arg("bias")
     invstd = b.ew("div", b.constant_like(var, 1.0), b.ew("sqrt", b.ew("add", var, b.constant_like(var, b.arg("eps")))))
-    alpha = b.ew("mul", weight, invstd) if weight is not None else invstd
+    alpha = b.ew("mul", b.convert(weight, compute), invstd) if weight is not None else invstd
     shift = b.ew("mul", mean, alpha)
-    beta = b.ew("sub", bias, shift) if bias is not None else b.ew("neg", shift)
-    y = b.ew("add", b.ew("mul", x, _per_channel(b, alpha, t.dims, "f32")), _per_channel(b, beta, t.dims, "f32"))
-    return [y, b.full(b.out(1).dims, 0, b.out(1).dtype), b.full(b.out(2).dims, 0, b.out(2).dtype)]
+    beta = b.ew("sub", b.convert(bias, compute), shift) if bias is not None else b.ew("neg", shift)
+    v = b.convert(x, compute)
+    y = b.ew("add", b.ew("mul", v, _per_channel(b, alpha, t.dims, compute)), _per_channel(b, beta, t.dims, compute))
+    saved = []
+    for i, value in ((1, mean), (2, invstd)):
+        out = b.out(i)  # empty on CPU; CUDA's kernel returns the statistics it read
+        saved.append(b.full(out.dims, 0, out.dtype) if out.dims == (0,) else b.convert(value, out.dtype))
+    return [b.convert(y, b.out(0).dtype), *saved]
