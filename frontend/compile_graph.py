@@ -268,7 +268,7 @@ def graph_outputs(compiled: CompiledGraph, imported) -> Callable[[list], list]:
     if all(isinstance(s, int) and s == i for i, s in enumerate(spec)):
         return lambda args: compiled(list(args) + constants)
     from strata.runtime.bindings import bind_symbols
-    from strata.runtime.interpreters.index import evaluate
+    from strata.runtime.index_values import evaluate
 
     def call(args: list) -> list:
         full = list(args) + constants

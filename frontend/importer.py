@@ -21,12 +21,13 @@ import torch.fx
 from xdsl.builder import Builder
 from xdsl.rewriter import InsertPoint
 from xdsl.dialects import func
-from xdsl.dialects.builtin import ArrayAttr, DictionaryAttr, IndexType, ModuleOp, StringAttr
+from xdsl.dialects.builtin import ArrayAttr, DictionaryAttr, IndexType, ModuleOp, StringAttr, UnitAttr
 from xdsl.ir import Attribute, Block, Region, SSAValue
 
 from strata.dialects import aten
 from strata.dialects.prim import dims_attr
 from strata.dialects.types import TensorType, dtype_name, from_torch_sympy
+from strata.passes.infer_shapes import TRACED
 from strata.passes.provenance import parse_source
 
 
@@ -126,6 +127,7 @@ def import_graph(gm: torch.fx.GraphModule) -> ImportedGraph:
         arg_attrs=ArrayAttr(arg_attrs),
     )
     fn.attributes["strata.device"] = StringAttr(_graph_device(placeholders))
+    fn.attributes[TRACED] = UnitAttr()  # infer-shapes keeps the types torch traced
     return ImportedGraph(ModuleOp([fn]), constants, arg_symbols, output_spec)
 
 

@@ -10,6 +10,14 @@ relation the symbols alone do not decide (`s1 <= s2`) guards on the hints. Such 
 result holds only under an assumption torch made with real sizes when it traced, so
 it cannot overrule a declared type; a result reached without guards is exact, and a
 declared type that disagrees with it is an error, reported with the op and shapes.
+
+A function the importer marks `strata.traced` holds aten ops whose types torch's own
+trace gave, with the graph's real ShapeEnv, under the guards that protect the compiled
+graph: more exact than a rerun on made-up hints, and a rerun costs a fake-tensor
+dispatch per op (several seconds for a GPT block with symbolic sizes). Its aten ops
+keep their types unless the pass is run with `trust_traced=false`, which cross-checks
+them (tests/test_infer_shapes.py does). A pass that adds aten ops to a traced function
+gives them their types.
 """
 
 from __future__ import annotations
@@ -58,30 +66,35 @@ _UNKNOWABLE = (
 @dataclass(frozen=True)
 class InferShapesPass(ModulePass):
     name = "infer-shapes"
+    trust_traced: bool = True
 
     def apply(self, ctx: Context, op: ModuleOp) -> None:
         for fn in op.ops:
             if isinstance(fn, func.FuncOp):
                 if log.isEnabledFor(logging.DEBUG):
                     before = [(o, list(o.result_types)) for o in fn.body.walk()]
-                    infer_function(fn)
+                    infer_function(fn, self.trust_traced)
                     changed = sum(list(o.result_types) != types for o, types in before)
                     log.debug("%d of %d ops got result types rewritten to the inferred (canonical) form", changed, len(before))
                 else:
-                    infer_function(fn)
+                    infer_function(fn, self.trust_traced)
 
 
-def infer_function(fn: func.FuncOp) -> None:
+TRACED = "strata.traced"  # the function's aten types are torch's trace's (see above)
+
+
+def infer_function(fn: func.FuncOp, trust_traced: bool = True) -> None:
     # Meta functions differ by device (CUDA's layer norm keeps f32 statistics).
     device = fn.attributes.get("strata.device")
     meta = MetaShapes(device=device.data if isinstance(device, StringAttr) else "cpu")
     for t in fn.function_type.inputs:
         meta.note_symbols(t)
+    rerun_aten = not (trust_traced and TRACED in fn.attributes)
     for op in fn.body.walk():
         try:
             if isinstance(op, PrimOp):
                 _reconcile(op, [_prim_type(op)], exact=True)
-            elif isinstance(op, AtenOp):
+            elif isinstance(op, AtenOp) and rerun_aten:
                 types, exact = meta.result_types(op)
                 _reconcile(op, types, exact)
         except Exception as e:

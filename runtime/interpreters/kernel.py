@@ -30,7 +30,7 @@ from strata.dialects import philox
 from strata.dialects.kernel_random import PhiloxOp
 from strata.dialects.prim import reduction_identity
 from strata.dialects.types import DTYPES, concrete, scalar_dtype
-from strata.runtime.interpreters.index import evaluate
+from strata.runtime.index_values import evaluate
 from strata.runtime.interpreters import symbols
 
 
