@@ -24,9 +24,10 @@ demo: setup
 test: setup
 	$(PY) -m pytest -q -p no:cacheprovider tests
 
-# The full OpInfo sweep (about an hour on 2 cores): docs/opinfo.md and docs/opinfo.json.
+# The full OpInfo sweep in one worker process per core (about an hour on 2 cores):
+# docs/opinfo.md and docs/opinfo.json.
 opinfo: setup
-	$(PY) -m strata.tools.opinfo --out docs/opinfo
+	$(PY) -m strata.tools.opinfo --jobs 0 --out docs/opinfo
 
 clean:
 	rm -rf $(VENV) strata_trace .pytest_cache

@@ -5,6 +5,9 @@
     python -m strata.tools.opinfo --ops add,softmax --dtypes f32,bf16
     python -m strata.tools.opinfo --backend inductor      # the same samples through Inductor
     python -m strata.tools.opinfo --device cuda --out docs/opinfo-cuda
+    python -m strata.tools.opinfo --jobs 0 --timeout 120  # one worker per core, 120 s per pair
+    python -m strata.tools.opinfo --shard 0/2 --out a     # every 2nd OpInfo from the 1st; then
+    python -m strata.tools.opinfo --merge a.json b.json --out docs/opinfo
 
 Each (OpInfo, dtype) lands in one bin, from its first few sample inputs:
 - pass: every sample matched eager (torch's per-dtype tolerances), no eager fallback;
@@ -16,18 +19,27 @@ Each (OpInfo, dtype) lands in one bin, from its first few sample inputs:
   than eager is not wrong);
 - error: compiling or running raised;
 - unsupported: eager itself raised on the samples (nothing to compare with).
-Writes <out>.md and <out>.json.
+Writes <out>.md and <out>.json, in op_db order.
+
+The pairs run in --jobs worker processes (spawned, so CUDA works in them), handed one
+OpInfo at a time; a pair that runs past --timeout, or whose worker dies (a segfault, the
+OOM killer), lands in `error` and the worker is replaced. For testing that machinery, the
+environment variable STRATA_OPINFO_FAULT=op:dtype:hang|crash[,…] makes a worker hang
+(sleep) or crash (SIGSEGV) on those pairs; it is read in workers only.
 """
 
 from __future__ import annotations
 
 import argparse
 import json
+import multiprocessing
+import os
 import re
+import signal
 import time
 import traceback
 import warnings
-from collections import Counter
+from collections import Counter, deque
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
@@ -209,18 +221,206 @@ def select(op_names: list[str] | None, use_slice: bool):
     return [o for o in op_db if wanted is None or o.name in wanted or op_key(o) in wanted]
 
 
-def sweep(infos, dtypes: list[str], device: str, backend: str, max_samples: int, log=print) -> list[Outcome]:
+def shard(infos: list, spec: str) -> list:
+    """`I/N`: every N-th OpInfo of `infos`, starting at the I-th (0-based)."""
+    i, n = (int(x) for x in spec.split("/"))
+    if not 0 <= i < n:
+        raise ValueError(f"--shard {spec}: want I/N with 0 <= I < N")
+    return infos[i::n]
+
+
+def sweep(
+    infos,
+    dtypes: list[str],
+    device: str,
+    backend: str,
+    max_samples: int,
+    log=print,
+    jobs: int | None = None,
+    timeout: float = 300.0,
+) -> list[Outcome]:
+    """Each (OpInfo, dtype) pair of `infos` × `dtypes` that the OpInfo supports on
+    `device`, in that order. With `jobs` (>= 1; 0 = one per core) the pairs run in that
+    many worker processes under a `timeout` per pair (see `_pool`).
+
+    With jobs=None they run here, in this process, with no timeout: the command line
+    always uses workers, but in-process callers (tests/test_opinfo_slice.py,
+    tools/core_coverage.py) keep the cheaper path (no worker start-up, no pickling) and
+    the old behaviour; pdb also works there."""
+    tasks = [(info, [d for d in dtypes if DTYPES[d] in info.supported_dtypes(device)]) for info in infos]
+    if jobs is not None:
+        return _pool(tasks, device, backend, max_samples, jobs or os.cpu_count() or 1, timeout, log)
     out = []
-    for info in infos:
-        supported = info.supported_dtypes(device)
-        for d in dtypes:
-            if DTYPES[d] not in supported:
-                continue
+    for info, ds in tasks:
+        for d in ds:
             start = time.perf_counter()
             o = run_one(info, DTYPES[d], device, backend, max_samples)
             out.append(o)
-            log(f"{o.op:40} {o.dtype:5} {o.bin:12} {time.perf_counter() - start:5.1f}s {o.detail[:100] or ', '.join(o.fallbacks)[:100]}")
+            log(_line(o, time.perf_counter() - start))
     return out
+
+
+def _line(o: Outcome, seconds: float) -> str:
+    return f"{o.op:40} {o.dtype:5} {o.bin:12} {seconds:5.1f}s {o.detail[:100] or ', '.join(o.fallbacks)[:100]}"
+
+
+# A worker has this long to import torch, strata and op_db and warm up before its first pair.
+STARTUP_TIMEOUT = 600.0
+
+
+def _faults() -> dict[tuple[str, str], str]:
+    """STRATA_OPINFO_FAULT=op:dtype:hang|crash,… — a test hook for the worker pool."""
+    spec = os.environ.get("STRATA_OPINFO_FAULT", "")
+    return {tuple(f.rsplit(":", 2)[:2]): f.rsplit(":", 2)[2] for f in spec.split(",") if f.count(":") >= 2}
+
+
+def _worker(conn, device: str, backend: str, max_samples: int, one_thread: bool) -> None:
+    """A worker process: receives (op_db index, [dtype names]) tasks, or None to stop;
+    sends ("start", dtype) before each pair and ("done", Outcome, seconds) after it."""
+    if one_thread:  # N workers on N cores: no intra-op thread pools fighting over them
+        torch.set_num_threads(1)
+        if backend == "inductor":
+            from torch._inductor import config as inductor_config
+
+            inductor_config.compile_threads = 1
+    from torch.testing._internal.common_methods_invocations import op_db
+
+    try:  # one-time imports and set-up, so that they don't count against the first pair
+        compile_fn(backend)(lambda x: x + 1)(torch.ones(2, device=device))
+    except Exception:
+        pass  # the pairs will say what is wrong
+    torch._dynamo.reset()
+    faults = _faults()
+    while True:
+        try:
+            task = conn.recv()
+        except EOFError:  # the parent went away
+            return
+        if task is None:
+            return
+        index, dtypes = task
+        info = op_db[index]
+        for d in dtypes:
+            conn.send(("start", d))
+            start = time.perf_counter()
+            fault = faults.get((op_key(info), d))
+            if fault == "hang":
+                time.sleep(1e6)
+            elif fault == "crash":
+                os.kill(os.getpid(), signal.SIGSEGV)
+            try:
+                o = run_one(info, DTYPES[d], device, backend, max_samples)
+            except Exception as e:  # run_one catches what compiling raises; this is a bug in it
+                o = Outcome(op_key(info), d, "error", detail=_short(e))
+            conn.send(("done", o, time.perf_counter() - start))
+
+
+@dataclass
+class _Worker:
+    proc: Any
+    conn: Any
+    started: bool = False  # it has sent its first "start": imports and warm-up are done
+    task: int | None = None  # the index of its task (OpInfo) in the task list
+    left: list[str] = field(default_factory=list)  # the task's dtypes not done yet
+    since: float = 0.0  # when its current pair (before `started`: the process) began
+
+
+def _pool(tasks, device, backend, max_samples, jobs: int, timeout: float, log) -> list[Outcome]:
+    """Runs the tasks (OpInfo, [dtype]) in `jobs` spawned worker processes, one OpInfo
+    at a time, and returns the outcomes in task order, whatever order they finished in.
+    A pair past `timeout` or whose worker dies is an error; the worker is replaced and
+    the rest of that OpInfo's dtypes go back to the front of the queue. A worker that
+    fails before its first pair (an import error, say) stops the sweep instead: every
+    other worker would fail the same way."""
+    from torch.testing._internal.common_methods_invocations import op_db
+
+    index = {id(o): i for i, o in enumerate(op_db)}
+    foreign = [op_key(info) for info, _ in tasks if id(info) not in index]
+    if foreign:
+        raise ValueError(f"the worker pool runs OpInfos of op_db only, not {foreign[:5]}")
+    queue = deque((t, list(ds)) for t, (_, ds) in enumerate(tasks) if ds)
+    done: dict[tuple[int, str], Outcome] = {}
+    ctx = multiprocessing.get_context("spawn")
+    workers: list[_Worker] = []
+    jobs = max(1, min(jobs, len(queue)))
+
+    def start_worker() -> _Worker:
+        ours, theirs = ctx.Pipe()
+        args = (theirs, device, backend, max_samples, jobs > 1)
+        proc = ctx.Process(target=_worker, args=args, name="opinfo-worker")
+        proc.start()
+        theirs.close()
+        workers.append(_Worker(proc, ours, since=time.monotonic()))
+        return workers[-1]
+
+    def give(w: _Worker) -> None:
+        w.task, w.left = queue.popleft()
+        w.conn.send((index[id(tasks[w.task][0])], w.left))
+        if w.started:
+            w.since = time.monotonic()
+
+    def finish(w: _Worker, o: Outcome, seconds: float) -> None:
+        done[(w.task, w.left.pop(0))] = o
+        log(_line(o, seconds))
+        if not w.left:
+            w.task = None
+
+    def drop(w: _Worker, why: str) -> None:
+        """Ends the worker (killed, or dead already); its pair is an error."""
+        seconds = time.monotonic() - w.since
+        w.proc.kill()
+        w.proc.join()
+        w.conn.close()
+        workers.remove(w)
+        if not w.started:
+            raise RuntimeError(f"an OpInfo worker failed before its first pair: {why} (its stderr is above)")
+        if w.task is not None:
+            if w.left[1:]:
+                queue.appendleft((w.task, w.left[1:]))
+            finish(w, Outcome(op_key(tasks[w.task][0]), w.left[0], "error", detail=why), seconds)
+
+    try:
+        while queue or any(w.task is not None for w in workers):
+            for w in workers:
+                if w.task is None and queue:
+                    give(w)
+            while len(workers) < jobs and queue:
+                give(start_worker())
+            deadlines = [w.since + (timeout if w.started else STARTUP_TIMEOUT) for w in workers if w.task is not None]
+            multiprocessing.connection.wait(
+                [w.conn for w in workers] + [w.proc.sentinel for w in workers],
+                timeout=max(0.0, min(deadlines) - time.monotonic()) if deadlines else None,
+            )
+            for w in list(workers):
+                dead = False
+                try:
+                    while w.conn.poll():
+                        msg = w.conn.recv()
+                        if msg[0] == "start":
+                            w.started, w.since = True, time.monotonic()
+                        else:
+                            finish(w, msg[1], msg[2])
+                except (EOFError, OSError):
+                    dead = True  # its end of the pipe closed: it exited
+                if dead or w.proc.exitcode is not None:
+                    w.proc.join(timeout=10)
+                    drop(w, f"worker died (exit code {w.proc.exitcode})")
+                elif w.task is not None and not w.started and time.monotonic() - w.since > STARTUP_TIMEOUT:
+                    drop(w, f"no first pair within {STARTUP_TIMEOUT:g} s")
+                elif w.task is not None and time.monotonic() - w.since > timeout:
+                    drop(w, f"timed out after {timeout:g} s")
+    finally:
+        for w in workers:
+            try:
+                w.conn.send(None)
+            except OSError:
+                pass
+        for w in workers:
+            w.proc.join(timeout=10)
+            if w.proc.exitcode is None:
+                w.proc.kill()
+                w.proc.join()
+    return [done[(t, d)] for t, (_, ds) in enumerate(tasks) for d in ds]
 
 
 def report(outcomes: list[Outcome], backend: str, device: str, command: str) -> str:
@@ -251,6 +451,23 @@ def report(outcomes: list[Outcome], backend: str, device: str, command: str) -> 
     return "\n".join(lines) + "\n"
 
 
+def merge(paths: list[str]) -> list[Outcome]:
+    """The outcomes of several --shard runs' JSON files as one list, in op_db order (a
+    pair found in more than one file counts once)."""
+    from torch.testing._internal.common_methods_invocations import op_db
+
+    order = {op_key(o): i for i, o in enumerate(op_db)}
+    outcomes, seen = [], set()
+    for path in paths:
+        with open(path) as f:
+            for o in (Outcome(**d) for d in json.load(f)):
+                if (o.op, o.dtype) not in seen:
+                    seen.add((o.op, o.dtype))
+                    outcomes.append(o)
+    # stable: each OpInfo's dtypes stay in the order its shard ran them
+    return sorted(outcomes, key=lambda o: order.get(o.op, len(order)))
+
+
 def main(argv: list[str] | None = None) -> int:
     p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("--backend", default="strata", help="strata, inductor, aot_eager, …")
@@ -260,9 +477,18 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--dtypes", default=",".join(DTYPES))
     p.add_argument("--samples", type=int, default=3, help="sample inputs per (op, dtype)")
     p.add_argument("--out", default=None, help="path prefix for .md and .json")
+    p.add_argument("--jobs", type=int, default=1, help="worker processes (0: one per core)")
+    p.add_argument("--timeout", type=float, default=300.0, help="seconds per (op, dtype) before `error`")
+    p.add_argument("--shard", default=None, metavar="I/N", help="only every N-th OpInfo, from the I-th (0-based)")
+    p.add_argument("--merge", nargs="+", default=None, metavar="JSON", help="combine shards' JSON files; no sweep")
     a = p.parse_args(argv)
-    infos = select(a.ops.split(",") if a.ops else None, a.slice)
-    outcomes = sweep(infos, a.dtypes.split(","), a.device, a.backend, a.samples)
+    if a.merge:  # --backend and --device only name the report's title here
+        outcomes = merge(a.merge)
+    else:
+        infos = select(a.ops.split(",") if a.ops else None, a.slice)
+        if a.shard:
+            infos = shard(infos, a.shard)
+        outcomes = sweep(infos, a.dtypes.split(","), a.device, a.backend, a.samples, jobs=a.jobs, timeout=a.timeout)
     command = "python -m strata.tools.opinfo " + " ".join(argv if argv is not None else __import__("sys").argv[1:])
     text = report(outcomes, a.backend, a.device, command.strip())
     if a.out:
@@ -275,4 +501,8 @@ def main(argv: list[str] | None = None) -> int:
 
 
 if __name__ == "__main__":
-    raise SystemExit(main())
+    # Run main() from the module imported under its own name, so that what the spawned
+    # workers pickle (_worker, Outcome) refers to strata.tools.opinfo, not __main__.
+    from strata.tools.opinfo import main as _main
+
+    raise SystemExit(_main())
