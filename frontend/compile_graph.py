@@ -133,8 +133,24 @@ def kernel_compiler(
 
         suffix = ".ll"
     kernels = {k.name: k for k in report.kernels} if report is not None else {}
+    # Kernels whose text is the same but for the name (one per layer of a model) are
+    # compiled once per graph: a 12-layer model compiles and loads a layer's kernels once.
+    same_code: dict[str, tuple[str, Any]] = {}
 
     def compile_kernel(func: kd.FuncOp):
+        name = func.sym_name.data
+        text = str(func).replace(f"@{name} ", "@_ ", 1)
+        if text in same_code:
+            first, compiled = same_code[text]
+            codegen_log.info("%s: the same code as %s", name, first)
+            if name in kernels:
+                kernels[name].codegen, kernels[name].compile_s, kernels[name].cache = codegen, 0.0, f"same code as {first}"
+            return compiled
+        compiled = compile_new(func)
+        same_code[text] = (name, compiled)
+        return compiled
+
+    def compile_new(func: kd.FuncOp):
         name = func.sym_name.data
         entry = kernels.get(name)
         writes = cache.writes

@@ -49,7 +49,7 @@ class KernelReport:
     bytes: Bytes  # its inputs read and outputs written, once each
     codegen: str | None = None
     compile_s: float | None = None
-    cache: str | None = None  # "hit" or "miss"
+    cache: str | None = None  # "hit", "miss" or "same code as <kernel>"
     lines: int | None = None  # of generated source
     interpreted: str | None = None  # why it runs in the kernel interpreter, if it does
 
