@@ -238,10 +238,12 @@ def sweep(
     log=print,
     jobs: int | None = None,
     timeout: float = 300.0,
+    deadline: float | None = None,
 ) -> list[Outcome]:
     """Each (OpInfo, dtype) pair of `infos` × `dtypes` that the OpInfo supports on
     `device`, in that order. With `jobs` (>= 1; 0 = one per core) the pairs run in that
-    many worker processes under a `timeout` per pair (see `_pool`).
+    many worker processes under a `timeout` per pair (see `_pool`); after `deadline`
+    seconds no new OpInfo starts, and the pairs not run are left out of the result.
 
     With jobs=None they run here, in this process, with no timeout: the command line
     always uses workers, but in-process callers (tests/test_opinfo_slice.py,
@@ -249,7 +251,7 @@ def sweep(
     the old behaviour; pdb also works there."""
     tasks = [(info, [d for d in dtypes if DTYPES[d] in info.supported_dtypes(device)]) for info in infos]
     if jobs is not None:
-        return _pool(tasks, device, backend, max_samples, jobs or os.cpu_count() or 1, timeout, log)
+        return _pool(tasks, device, backend, max_samples, jobs or os.cpu_count() or 1, timeout, log, deadline)
     out = []
     for info, ds in tasks:
         for d in ds:
@@ -325,7 +327,7 @@ class _Worker:
     since: float = 0.0  # when its current pair (before `started`: the process) began
 
 
-def _pool(tasks, device, backend, max_samples, jobs: int, timeout: float, log) -> list[Outcome]:
+def _pool(tasks, device, backend, max_samples, jobs: int, timeout: float, log, deadline: float | None = None) -> list[Outcome]:
     """Runs the tasks (OpInfo, [dtype]) in `jobs` spawned worker processes, one OpInfo
     at a time, and returns the outcomes in task order, whatever order they finished in.
     A pair past `timeout` or whose worker dies is an error; the worker is replaced and
@@ -343,6 +345,7 @@ def _pool(tasks, device, backend, max_samples, jobs: int, timeout: float, log) -
     ctx = multiprocessing.get_context("spawn")
     workers: list[_Worker] = []
     jobs = max(1, min(jobs, len(queue)))
+    stop_at = None if deadline is None else time.monotonic() + deadline
 
     def start_worker() -> _Worker:
         ours, theirs = ctx.Pipe()
@@ -381,6 +384,9 @@ def _pool(tasks, device, backend, max_samples, jobs: int, timeout: float, log) -
 
     try:
         while queue or any(w.task is not None for w in workers):
+            if stop_at is not None and queue and time.monotonic() > stop_at:
+                log(f"deadline: {len(queue)} OpInfos not started")
+                queue.clear()
             for w in workers:
                 if w.task is None and queue:
                     give(w)
@@ -420,7 +426,7 @@ def _pool(tasks, device, backend, max_samples, jobs: int, timeout: float, log) -
             if w.proc.exitcode is None:
                 w.proc.kill()
                 w.proc.join()
-    return [done[(t, d)] for t, (_, ds) in enumerate(tasks) for d in ds]
+    return [done[(t, d)] for t, (_, ds) in enumerate(tasks) for d in ds if (t, d) in done]
 
 
 def report(outcomes: list[Outcome], backend: str, device: str, command: str) -> str:
@@ -479,6 +485,7 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--out", default=None, help="path prefix for .md and .json")
     p.add_argument("--jobs", type=int, default=1, help="worker processes (0: one per core)")
     p.add_argument("--timeout", type=float, default=300.0, help="seconds per (op, dtype) before `error`")
+    p.add_argument("--deadline", type=float, default=None, help="seconds after which no new OpInfo starts")
     p.add_argument("--shard", default=None, metavar="I/N", help="only every N-th OpInfo, from the I-th (0-based)")
     p.add_argument("--merge", nargs="+", default=None, metavar="JSON", help="combine shards' JSON files; no sweep")
     a = p.parse_args(argv)
@@ -488,7 +495,8 @@ def main(argv: list[str] | None = None) -> int:
         infos = select(a.ops.split(",") if a.ops else None, a.slice)
         if a.shard:
             infos = shard(infos, a.shard)
-        outcomes = sweep(infos, a.dtypes.split(","), a.device, a.backend, a.samples, jobs=a.jobs, timeout=a.timeout)
+        outcomes = sweep(infos, a.dtypes.split(","), a.device, a.backend, a.samples, jobs=a.jobs, timeout=a.timeout,
+                         deadline=a.deadline)
     command = "python -m strata.tools.opinfo " + " ".join(argv if argv is not None else __import__("sys").argv[1:])
     text = report(outcomes, a.backend, a.device, command.strip())
     if a.out:
