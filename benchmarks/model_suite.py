@@ -151,8 +151,9 @@ def compile_with(compiler: str, fn):
     return strata.compile(fn)
 
 
-def first_call(compiler: str, fn, inputs: tuple, device: str):
-    """(compiled fn, its first result, seconds, graphs compiled, strata's warnings)."""
+def first_call(compiler: str, fn, inputs: tuple, device: str, after=None):
+    """(compiled fn, its first result, seconds, graphs compiled, strata's warnings).
+    after(result), if given, runs inside the timed region (train_suite.py: the backward)."""
     from torch._dynamo.utils import counters
 
     graphs_before = counters["stats"]["unique_graphs"]
@@ -161,6 +162,8 @@ def first_call(compiler: str, fn, inputs: tuple, device: str):
         start = time.perf_counter()
         compiled = compile_with(compiler, fn)
         out = compiled(*inputs)
+        if after is not None:
+            after(out)
         sync(device)
         seconds = time.perf_counter() - start
     notes = sorted({_short_note(str(w.message)) for w in caught if str(w.message).startswith("strata:")})
@@ -343,9 +346,10 @@ def configure_dynamo() -> None:
 
 
 def run(models: list[str], dtypes: list[str], device: str, small: bool, max_rounds: int, budget_s: float, log=print,
-        stop_at: float | None = None, after_cell=None) -> list[Cell]:
+        stop_at: float | None = None, after_cell=None, cell_fn=None) -> list[Cell]:
     """Every (model, dtype) cell in turn; none is started after time.perf_counter()
-    passes stop_at (those are recorded as not run). after_cell(cells) after each."""
+    passes stop_at (those are recorded as not run). after_cell(cells) after each.
+    cell_fn: what runs a cell, with run_cell's arguments (default run_cell)."""
     configure_dynamo()
     warm_up_compilers(device)
     cells = []
@@ -356,7 +360,7 @@ def run(models: list[str], dtypes: list[str], device: str, small: bool, max_roun
                 cells.append(Cell(name, dtype, skipped="not run: the run's --deadline was near"))
                 log(f"{name:10} {dtype}: not run (--deadline)")
             else:
-                cells.append(run_cell(name, dtype, device, small, max_rounds, budget_s, log))
+                cells.append((cell_fn or run_cell)(name, dtype, device, small, max_rounds, budget_s, log))
                 log(f"{'':10} ({time.perf_counter() - start:.1f} s for the cell)")
             if after_cell is not None:
                 after_cell(cells)

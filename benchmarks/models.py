@@ -4,7 +4,9 @@
     build("bert_base", "cpu", small=True)    # tiny config and batch, for this machine
 
 Nothing is downloaded: torchvision, transformers and timm models are built from their
-configs with random initialization (weights=None, pretrained=False), in eval mode.
+configs with random initialization (weights=None, pretrained=False), in eval mode, with
+every dropout probability of their configs 0 (a no-op in eval mode; benchmarks/
+train_suite.py puts the models in train mode and needs deterministic gradients).
 A model whose library is missing raises MissingLibrary, whose message says what to
 install; the suite prints it and goes on with the next model.
 
@@ -139,14 +141,21 @@ def _resnet18(small: bool) -> ModelCase:
     return ModelCase("resnet18", model, (torch.randn(b, 3, hw, hw),), f"b={b}, {hw}x{hw}")
 
 
+# The configs' dropout probabilities (0.1 by default), set to 0; timm's ViT has 0 by default.
+_NO_DROPOUT = {
+    "bert": {"hidden_dropout_prob": 0.0, "attention_probs_dropout_prob": 0.0},
+    "gpt2": {"resid_pdrop": 0.0, "embd_pdrop": 0.0, "attn_pdrop": 0.0},
+}
+
+
 def _bert_base(small: bool) -> ModelCase:
     tf = _import("transformers")
     if small:
         config = tf.BertConfig(vocab_size=1000, hidden_size=64, num_hidden_layers=2, num_attention_heads=2,
-                               intermediate_size=256, max_position_embeddings=128)
+                               intermediate_size=256, max_position_embeddings=128, **_NO_DROPOUT["bert"])
         b, t = 2, 32
     else:
-        config = tf.BertConfig()  # BERT-base: 12 layers, d=768, 12 heads
+        config = tf.BertConfig(**_NO_DROPOUT["bert"])  # BERT-base: 12 layers, d=768, 12 heads
         b, t = 8, 512
     ids = torch.randint(0, config.vocab_size, (b, t))
     return ModelCase("bert_base", LastHiddenState(tf.BertModel(config, add_pooling_layer=False)), (ids,), f"b={b}, seq={t}, {config.num_hidden_layers} layers, d={config.hidden_size}")
@@ -156,10 +165,10 @@ def _gpt2(small: bool) -> ModelCase:
     tf = _import("transformers")
     if small:
         config = tf.GPT2Config(vocab_size=1000, n_embd=64, n_layer=2, n_head=2, n_positions=128,
-                               bos_token_id=0, eos_token_id=0, use_cache=False)
+                               bos_token_id=0, eos_token_id=0, use_cache=False, **_NO_DROPOUT["gpt2"])
         b, t = 2, 32
     else:
-        config = tf.GPT2Config(use_cache=False)  # GPT-2 small: 12 layers, d=768, 12 heads
+        config = tf.GPT2Config(use_cache=False, **_NO_DROPOUT["gpt2"])  # GPT-2 small: 12 layers, d=768, 12 heads
         b, t = 8, 512
     ids = torch.randint(0, config.vocab_size, (b, t))
     return ModelCase("gpt2", LastHiddenState(tf.GPT2Model(config)), (ids,), f"b={b}, seq={t}, {config.n_layer} layers, d={config.n_embd}")

@@ -21,6 +21,10 @@ rounds, median):
   library is missing is skipped with a line saying so; a compiler that fails on a
   model is recorded as failed, with its reason, and the run goes on.
 
+--train runs the training suite (benchmarks/train_suite.py, one forward and backward
+a step, bf16 autocast by default) instead, with train_suite.py's options, and writes
+train.md, train.json and train.png.
+
 Writes suite.md, suite.json and suite.png (speedup over eager, a panel per dtype) to
 --out, and the first two again after each model, so that a run stopped midway leaves
 what it measured. --deadline (540 s on a GPU) keeps the whole run inside a 10-minute
@@ -229,6 +233,10 @@ def write_outputs(out: str, env: dict, kernels: dict | None, cells: list[Cell], 
 
 
 def main() -> None:
+    if "--train" in sys.argv:  # the training suite instead, with its own options
+        import train_suite
+
+        sys.exit(train_suite.main([x for x in sys.argv[1:] if x != "--train"]))
     p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("--device", default="cuda" if torch.cuda.is_available() else "cpu")
     p.add_argument("--small", "--quick", action="store_true", help="tiny models and batches (for a CPU)")
@@ -251,6 +259,7 @@ def main() -> None:
     p.add_argument("--chart", default="auto", choices=("auto", "matplotlib", "builtin"), help="how suite.png is drawn")
     p.add_argument("--cache-dir", default=None, help="cache folder (default: a new, empty one)")
     p.add_argument("--out", default="suite-results", help="folder for suite.md, suite.json and suite.png")
+    p.add_argument("--train", action="store_true", help="run benchmarks/train_suite.py instead (its options; see its --help)")
     a = p.parse_args()
     if a.device == "cuda" and not torch.cuda.is_available():
         sys.exit("--device cuda: no CUDA GPU here (use --device cpu --small)")

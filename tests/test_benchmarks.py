@@ -136,3 +136,81 @@ def test_small_cpu_suite_end_to_end(tmp_path):
 
     width, height, text = read_png(str(out / "suite.png"))
     assert width > 0 and height > 0 and "pointwise" in text["Description"]
+
+
+# ---------------------------------------------------------------- the training suite (benchmarks/train_suite.py)
+def test_grad_error_is_relative_with_a_floor():
+    import torch
+    import train_suite
+
+    want = {"w": torch.tensor([1.0, -2.0]), "key_bias": torch.tensor([1e-9, -1e-9]), "unused": None}
+    assert train_suite.grad_error(dict(want), want) == 0.0
+    got = {"w": torch.tensor([1.0, -2.02]), "key_bias": torch.tensor([-1e-9, 1e-9]), "unused": None}
+    # w: 0.02 / 2; key_bias: noise of 2e-9 against the floor 1e-3 * 2, not against its own 1e-9
+    assert train_suite.grad_error(got, want) == pytest.approx(0.01)
+    assert train_suite.grad_error({**got, "w": None}, want) == pytest.approx(1.0)  # a missing gradient is zeros
+    assert train_suite.grad_error({**got, "w": torch.tensor([float("nan"), 0.0])}, want) == float("inf")
+    assert train_suite.grad_error({**got, "w": torch.zeros(3)}, want) == float("inf")
+
+
+def test_the_training_models_have_no_active_dropout():
+    import train_suite
+
+    for name in ("bert_base", "gpt2", "gpt_block"):
+        try:
+            case = models.build(name, "cpu", small=True)
+        except models.MissingLibrary:
+            continue
+        assert train_suite.active_dropout(case.module.train()) == [], name
+
+
+def test_a_train_cell_without_compiling(monkeypatch):
+    """Inductor raises, "strata" is the function itself: the cell goes on, strata's
+    gradients are eager's exactly."""
+    import train_suite
+
+    def compile_with(compiler, fn):
+        if compiler == "inductor":
+            def broken(*args):
+                raise RuntimeError("no backward for this")
+            return broken
+        return fn
+
+    monkeypatch.setattr(model_suite, "compile_with", compile_with)
+    cell = train_suite.run_train_cell("layernorm", "bf16", "cpu", small=True, max_rounds=5, budget_s=0.1, log=lambda s: None)
+    assert cell.failed == {"inductor": "RuntimeError: no backward for this"}
+    assert cell.grads == 3  # the weight, the bias and the input
+    assert cell.max_err == {"strata": 0.0} and cell.ok == {"strata": True} and cell.reference is None
+    assert set(cell.ms) == {"eager", "strata"} and cell.loss["strata"] == cell.loss["eager"]
+    assert cell.as_json()["speedup_over_eager"]["inductor"] is None and "warm_compile_s" not in cell.as_json()
+
+
+def test_small_cpu_train_suite_end_to_end(tmp_path):
+    """Two small models, bf16 autocast, a training step eager vs Inductor vs strata:
+    about a minute on a loaded 2-core machine (Inductor's C++ compiles of the forward
+    and the backward are most of it)."""
+    out = tmp_path / "out"
+    cmd = [sys.executable, os.path.join(BENCHMARKS, "train_suite.py"), "--device", "cpu", "--small", "--only", "mlp,layernorm",
+           "--dtypes", "bf16", "--rounds", "5", "--budget", "0.2", "--threads", "1", "--chart", "builtin", "--out", str(out)]
+    run = subprocess.run(cmd, capture_output=True, text=True, timeout=300)
+    assert run.returncode == 0, run.stdout[-3000:] + run.stderr[-3000:]
+
+    data = json.loads((out / "train.json").read_text())
+    assert [(m["model"], m["dtype"]) for m in data["models"]] == [("mlp", "bf16"), ("layernorm", "bf16")]
+    for m in data["models"]:
+        assert m["skipped"] is None and m["failed"] == {}, m
+        assert set(m["ms"]) == {"eager", "inductor", "strata"} and all(0 < t < float("inf") for t in m["ms"].values())
+        assert m["ok"] == {"inductor": True, "strata": True}, m  # the first step's gradients match eager's
+        assert all(0 <= e < float("inf") for e in m["max_err"].values())
+        assert m["grads"] > 0 and m["compile_s"]["strata"] > 0 and m["compile_s"]["inductor"] > 0
+        assert m["peak_mib"] == {"eager": None, "inductor": None, "strata": None}  # n/a on CPU
+        assert m["speedup_over_eager"]["strata"] == pytest.approx(m["ms"]["eager"] / m["ms"]["strata"])
+    assert data["geomean"]["bf16"]["models"] == 2 and data["geomean"]["bf16"]["strata_vs_eager"] > 0
+
+    md = (out / "train.md").read_text()
+    table = [line for line in md.splitlines() if line.startswith("|")]
+    assert len({line.count("|") for line in table}) == 1  # every row has the header's columns
+    assert any(line.startswith("| mlp | 256 tokens") for line in table)
+    assert any(line.startswith("| **geomean** (2 models)") for line in table)
+    width, height, text = read_png(str(out / "train.png"))
+    assert width > 0 and "layernorm" in text["Description"]
