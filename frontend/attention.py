@@ -91,6 +91,8 @@ def attention_as_math(gm: torch.fx.GraphModule) -> int:
         if args.get("enable_gqa"):
             kwargs["enable_gqa"] = True
         with gm.graph.inserting_before(n):
+            if kwargs.get("attn_mask") is not None:
+                kwargs["attn_mask"] = gm.graph.call_function(additive_mask, (kwargs["attn_mask"], args["query"]))
             math = gm.graph.call_function(
                 torch.ops.aten._scaled_dot_product_attention_math.default, (args["query"], args["key"], args["value"]), kwargs
             )
@@ -100,6 +102,16 @@ def attention_as_math(gm: torch.fx.GraphModule) -> int:
     if rewritten:
         gm.recompile()
     return rewritten
+
+
+def additive_mask(mask: torch.Tensor, query: torch.Tensor) -> torch.Tensor:
+    """A boolean mask (True: attend) as the additive one (0 or -inf, in the query's
+    dtype) that the math implementation expects: sdpa converts it before choosing a
+    kernel, and `_scaled_dot_product_attention_math` given a boolean mask computes
+    something else. A float mask is already additive."""
+    if mask.dtype != torch.bool:
+        return mask
+    return torch.zeros_like(mask, dtype=query.dtype).masked_fill(mask.logical_not(), float("-inf"))
 
 
 def _replace(gm: torch.fx.GraphModule, old: torch.fx.Node, new: torch.fx.Node) -> None:

@@ -27,7 +27,6 @@ def _inputs(device, dtype=torch.float32, L=16, S=16):
     return q, k, v, torch.randn(L, S, device=device, dtype=dtype)
 
 
-
 @pytest.mark.parametrize("target", TARGETS, ids=TARGET_IDS)
 def test_inference_is_one_library_call_per_attention(target, tmp_path):
     device, codegen = target
@@ -42,8 +41,11 @@ def test_inference_is_one_library_call_per_attention(target, tmp_path):
     assert program.count("prim.sdpa") == 2 and "prim.bmm" not in program
 
 
-def test_training_decomposes_and_matches_eager_gradients():
+@pytest.mark.parametrize("mask_kind", ["additive", "boolean"])
+def test_training_decomposes_and_matches_eager_gradients(mask_kind):
     q, k, v, mask = _inputs("cpu")
+    if mask_kind == "boolean":  # True: attend (GPT-2's causal mask in transformers)
+        mask = torch.ones(16, 16, dtype=torch.bool).tril()
     for t in (q, k, v):
         t.requires_grad_(True)
     compiled = strata.compile(attention)
