@@ -178,13 +178,18 @@ class KernelSource:
 
     def _splittable(self) -> bool:
         """Whether a split variant can compute this kernel: every reduction reduces a
-        row of level 0 (computed from loads alone), and no row is stored."""
+        row of level 0 (computed from loads alone), and every row it stores is of level
+        0 too (the chunks store their parts: a layer norm's backward computes the input's
+        gradient where it sums the weight's over the rows)."""
         if not self.rdims:
             return False
         reduces = [op for op in self.live if isinstance(op, kernel.ReduceOp)]
         if not reduces or any(self.values[op.value].level != 0 for op in reduces):
             return False
-        return not any(isinstance(op, kernel.StoreOp) and _names_r(self.index[op]) for op in self.live)
+        return not any(
+            isinstance(op, kernel.StoreOp) and _names_r(self.index[op]) and self.values[op.value].level != 0
+            for op in self.live
+        )
 
     def _needs_int64(self) -> bool:
         """i64 index arithmetic when a size is symbolic or an index may pass 2**31
@@ -491,7 +496,8 @@ class BodyEmitter:
     # ------------------------------------------------------------------ split reductions
     def _split_partials(self) -> None:
         """Program (x block, c) reduces chunk c (`rchunk` long) of its rows and stores
-        each reduction's accumulated value, unrounded, at ws[x * split + c]."""
+        each reduction's accumulated value, unrounded, at ws[x * split + c], and the
+        chunk of each row the kernel stores."""
         src = self.src
         self.params = ["rchunk"]
         reduces = src.reduces()
@@ -499,7 +505,9 @@ class BodyEmitter:
             if not self._is_row(op) and self._level(op) == 0 and not isinstance(op, (kernel.ReduceOp, kernel.StoreOp)):
                 self._op(op)
         self.line("rstart = tl.program_id(1) * rchunk")
-        self._loop(reduces, [], self._row_cone(reduces), set(), "range(rstart, rstart + rchunk, RBLOCK)", finish=False)
+        stores = [op for op in src.live if isinstance(op, kernel.StoreOp) and self._is_row(op)]  # of level 0
+        self._loop(reduces, stores, self._row_cone([*reduces, *stores]), set(), "range(rstart, rstart + rchunk, RBLOCK)",
+                   finish=False)
         mask = ", mask=xmask" if self.xmasked else ""
         for ws, op in zip(src.workspaces(), reduces):
             reduced = REDUCE[op.kind.data][0].format(acc=self._acc(op))

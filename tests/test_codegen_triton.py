@@ -789,10 +789,32 @@ def test_column_sums_of_a_tall_matrix_are_split():
     torch.testing.assert_close(out, x.sum(0), rtol=1e-5, atol=1e-4)
 
 
-def test_kernels_storing_rows_are_not_split():
+def test_kernels_storing_rows_after_a_reduction_are_not_split():
     cols = SPLIT_ROWS
     func = kernel_func(SOFTMAX.replace("x0*s1", f"{cols}*x0"), ["f32", "f32"], 1, "2", str(cols))
     assert not triton_source.KernelSource(func, "cpu").splittable
+
+
+def test_column_sums_that_also_store_rows_are_split():
+    """A layer norm's backward: the weight's gradient summed over the rows, where the
+    input's gradient (needing no reduction of this kernel) is stored element by element."""
+    rows = SPLIT_ROWS
+    body = "\n".join([
+        load("a", "in0", "4*r0 + x0", "f32"),
+        load("b", "in1", "4*r0 + x0", "f32"),
+        prim("p", "mul", ["a", "b"], "f32"),
+        reduce("s", "sum", "p", "f32"),
+        store("s", "out0", "x0", "f32"),
+        prim("d", "sub", ["a", "b"], "f32"),
+        store("d", "out1", "4*r0 + x0", "f32"),
+    ])
+    func = kernel_func(body, ["f32"] * 4, 2, "4", str(rows))
+    kernel = compile_kernel(func, "cpu")
+    assert "k0_combine" in kernel.source
+    a, b = randn(rows, 4), randn(rows, 4)
+    total, diff = run(func, [a, b], [torch.empty(4), torch.empty(rows, 4)])
+    torch.testing.assert_close(total, (a * b).sum(0), rtol=1e-5, atol=1e-3)
+    torch.testing.assert_close(diff, a - b)
 
 
 # ---------------------------------------------------------------- max-autotune
