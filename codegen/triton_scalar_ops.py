@@ -182,7 +182,15 @@ def _by_kind(float_rule: Rule, int_rule: Rule, bool_rule: Rule | None = None) ->
 
 
 def _operator(op: str) -> Rule:
-    return lambda o, t, a, b: f"{a} {op} {b}"
+    def rule(o: ScalarOps, t: str, a: str, b: str) -> str:
+        if t == "i1" and op in "|&^":
+            # Triton's interpreter refuses a bool scalar | a loaded bool block (numpy
+            # types that do not combine); compared with 0 both are plain bools. The
+            # compiler folds the comparisons away.
+            return f"({a} != 0) {op} ({b} != 0)"
+        return f"{a} {op} {b}"
+
+    return rule
 
 
 def _compare(op: str) -> Rule:

@@ -154,3 +154,22 @@ func.func @graph(%x: !strata.tensor<[1, 0], f32>, %y: !strata.tensor<[2], f32>) 
     assert len([op for op in module.walk() if op.name == "kernel.launch"]) == 1
     assert check_values(before, module, "seed=0") is None
     assert check_codegen(module, codegen, "seed=0") is None
+
+
+@pytest.mark.parametrize("codegen", ["llvm", "triton"])
+def test_bool_or_of_a_computed_scalar_and_a_loaded_block(codegen):
+    """An i1 add (or) of a value computed from a constant and a loaded bool: Triton's
+    interpreter refused the two numpy types together (found by the long profile)."""
+    module = parse_module(
+        """builtin.module {
+func.func @graph(%0: !strata.tensor<[1], i1>) -> (!strata.tensor<[1], i1>, !strata.tensor<[1], f32>, !strata.tensor<[1], i1>) {
+  %1 = prim.iota {length = 1 : i64, start = 0 : i64, step = 1 : i64, dtype = "f32"} : !strata.tensor<[1], f32>
+  %2 = prim.convert_element_type %1 {dtype = "i1"} : (!strata.tensor<[1], f32>) -> !strata.tensor<[1], i1>
+  %3 = prim.add %2, %0 : (!strata.tensor<[1], i1>, !strata.tensor<[1], i1>) -> !strata.tensor<[1], i1>
+  func.return %3, %1, %2 : !strata.tensor<[1], i1>, !strata.tensor<[1], f32>, !strata.tensor<[1], i1>
+}}"""
+    )
+    before = module.clone()
+    FusePass().apply(strata_context(), module)
+    assert check_values(before, module, "seed=0") is None
+    assert check_codegen(module, codegen, "seed=0") is None
