@@ -747,6 +747,43 @@ class BmmOp(TensorOp):
 
 
 @irdl_op_definition
+class AddmmOp(TensorOp):
+    """bias + a [m, k] × b [k, n] → [m, n], the bias broadcast to [m, n]: one library
+    call (BLAS, cuBLAS) that adds the bias before rounding the product, as eager's
+    addmm does (a product rounded to f16 and then added to rounds twice)."""
+
+    name = "prim.addmm"
+    bias = operand_def()
+    a = operand_def()
+    b = operand_def()
+    result = result_def()
+
+    def __init__(self, bias: SSAValue, a: SSAValue, b: SSAValue):
+        super().__init__(operands=[bias, a, b], result_types=[a.type.with_dims([a.type.dims[0], b.type.dims[1]])])
+
+    def infer_type(self) -> Attribute:
+        a, b = self.tensor(self.a), self.tensor(self.b)
+        return a.with_dims([a.dims[0], b.dims[1]])
+
+    def verify_(self) -> None:
+        bias, a, b = self.tensor(self.bias), self.tensor(self.a), self.tensor(self.b)
+        out = [a.dims[0], b.dims[1]] if a.rank == 2 and b.rank == 2 else []
+        if (
+            not out
+            or not same_dims([a.dims[1]], [b.dims[0]])
+            or a.dtype != b.dtype
+            or bias.dtype != a.dtype
+            or bias.rank > 2
+            or not all(sym(d) == 1 or same_dims([d], [o]) for d, o in zip(bias.dims[::-1], out[::-1]))
+        ):
+            raise VerifyException(f"prim.addmm: cannot add {bias} to the product of {a} and {b}")
+        super().verify_()
+
+    def reference(self, bias, a, b):
+        return torch.addmm(bias, a, b)
+
+
+@irdl_op_definition
 class ConvolutionOp(TensorOp):
     """A convolution of x [n, c, *spatial] with w [c_out, c / groups, *kernel] (no
     bias, not transposed), with torch.convolution's stride, padding and dilation per
@@ -814,9 +851,10 @@ from strata.dialects.prim_random import RANDOM_OPS  # noqa: E402  (it builds on 
 from strata.dialects.prim_convolution_backward import CONVOLUTION_BACKWARD_OPS  # noqa: E402  (likewise)
 from strata.dialects.prim_indexing import INDEXING_OPS  # noqa: E402  (likewise)
 from strata.dialects.prim_scan import SCAN_OPS  # noqa: E402  (likewise)
+from strata.dialects.prim_linalg import LINALG_OPS  # noqa: E402  (likewise)
 from strata.dialects.prim_attention import ATTENTION_OPS  # noqa: E402  (likewise)
 
-LIBRARY_OPS = (MmOp, BmmOp, ConvolutionOp, *ATTENTION_OPS)
+LIBRARY_OPS = (MmOp, BmmOp, AddmmOp, ConvolutionOp, *ATTENTION_OPS)
 
 Prim = Dialect(
     "prim",
@@ -834,11 +872,13 @@ Prim = Dialect(
         IotaOp,
         MmOp,
         BmmOp,
+        AddmmOp,
         ConvolutionOp,
         *RANDOM_OPS,
         *CONVOLUTION_BACKWARD_OPS,
         *INDEXING_OPS,
         *SCAN_OPS,
+        *LINALG_OPS,
         *ATTENTION_OPS,
     ],
 )

@@ -119,7 +119,7 @@ class CompiledGraph:
                     shapes[slot] = None
                 else:
                     shapes[slot] = (tuple(static), DTYPES[v.type.dtype], None if strides is None else tuple(strides))
-            if isinstance(op, kd.LaunchOp) or isinstance(op, prim.MmOp | prim.BmmOp):
+            if isinstance(op, kd.LaunchOp) or isinstance(op, prim.MmOp | prim.BmmOp | prim.AddmmOp):
                 plannable.update(results)
         plan = plan_memory(steps, shapes, plannable, set(self._result_slots))
         return plan if plan.values else None
@@ -238,12 +238,12 @@ class CompiledGraph:
 
                 return unary
 
-            if isinstance(op, prim.MmOp | prim.BmmOp):
-                a, b = operands
+            if isinstance(op, prim.MmOp | prim.BmmOp | prim.AddmmOp):
 
                 def product(regs: list, env: dict) -> None:
                     out = regs[result]  # its place in the workspace, if planned
-                    regs[result] = fast(regs[a], regs[b]) if out is None else fast(regs[a], regs[b], out=out)
+                    args = [regs[i] for i in operands]
+                    regs[result] = fast(*args) if out is None else fast(*args, out=out)
 
                 return product
 
@@ -382,6 +382,8 @@ def _static_library_call(op: PrimOp, memory_format: torch.memory_format) -> Call
         return torch.mm
     if isinstance(op, prim.BmmOp):
         return torch.bmm
+    if isinstance(op, prim.AddmmOp):
+        return torch.addmm
     if isinstance(op, prim.ConvolutionOp):
         stride, padding, dilation = (list(prim.ints_of(a)) for a in (op.stride, op.padding, op.dilation))
         groups = op.groups.value.data

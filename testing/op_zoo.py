@@ -166,6 +166,10 @@ def _zoo_prim_op(draw, palette: Palette, block: Block, cls: type[Operation]) -> 
     if cls is prim.MmOp:
         m, k, n = (draw(zoo_dims()) for _ in range(3))
         return prim.MmOp(arg(TensorType([m, k], "f32")), arg(TensorType([k, n], "f32")))
+    if cls is prim.AddmmOp:
+        m, k, n = (draw(zoo_dims()) for _ in range(3))
+        bias = draw(st.sampled_from([[n], [m, n], [1, n]]))
+        return prim.AddmmOp(arg(TensorType(bias, "f32")), arg(TensorType([m, k], "f32")), arg(TensorType([k, n], "f32")))
     if cls is prim.BmmOp:
         bb, m, k, n = (draw(zoo_dims()) for _ in range(4))
         return prim.BmmOp(arg(TensorType([bb, m, k], "f32")), arg(TensorType([bb, k, n], "f32")))
@@ -192,6 +196,24 @@ def _zoo_prim_op(draw, palette: Palette, block: Block, cls: type[Operation]) -> 
         if cls is prim_scan.TopkOp:
             return cls(arg(t), 1, d, draw(st.booleans()), True)
         return cls(arg(t), d)
+    if cls in prim_scan.SCAN_OPS or cls in prim_indexing.INDEXING_OPS:
+        return _zoo_library_op(draw, cls, arg)
+    from strata.dialects import prim_linalg
+
+    if cls in prim_linalg.LINALG_OPS:
+        m, n = draw(zoo_dims()), draw(zoo_dims())
+        a = arg(TensorType([2, m, n], draw(st.sampled_from(prim_linalg.LAPACK_DTYPES))))
+        square = arg(TensorType([m, m], "f64"))
+        if cls is prim_linalg.SvdOp:
+            return cls(a, draw(st.booleans()), draw(st.booleans()))
+        if cls is prim_linalg.QrOp:
+            return cls(a, draw(st.sampled_from(prim_linalg.QR_MODES)))
+        if cls is prim_linalg.PinvOp:
+            tol = arg(TensorType([2], a.type.dtype)) if draw(st.booleans()) else None
+            return cls(a, tol, None, draw(st.booleans()))
+        if cls is prim_linalg.EighOp:
+            return cls(square, draw(st.booleans()), draw(st.booleans()))
+        return cls(square)
     from strata.dialects import prim_convolution_backward, prim_random
 
     if cls is prim_random.RandomSeedOp:
@@ -214,6 +236,33 @@ def _zoo_prim_op(draw, palette: Palette, block: Block, cls: type[Operation]) -> 
         scale = draw(st.one_of(st.none(), st.sampled_from([0.125, 0.5, 1.0])))
         return ScaledDotProductAttentionOp(q, k, v, mask, draw(st.booleans()), scale)
     raise GeneratorError(f"the zoo does not know {cls.name}: add it to _zoo_prim_op in testing/op_zoo.py")
+
+
+def _zoo_library_op(draw, cls, arg) -> Operation:
+    """The line ops of prim_scan (cummax … searchsorted) and the library writes of
+    prim_indexing (index_reduce, put, nonzero_static)."""
+    from strata.dialects import prim_indexing, prim_scan
+
+    rows, cols = draw(st.integers(1, 4)), draw(zoo_dims())
+    x = arg(TensorType([rows, cols], draw(st.sampled_from(["f32", "i64", "f16"]))))
+    d = draw(st.integers(0, 1))
+    if cls in (prim_scan.CummaxOp, prim_scan.CumminOp, prim_scan.ModeOp):
+        return cls(x, d)
+    if cls is prim_scan.KthvalueOp:
+        return cls(x, 1, d)
+    if cls is prim_scan.MedianOp:
+        return cls(x, d, draw(st.booleans()))
+    if cls is prim_scan.SearchsortedOp:
+        seq = arg(TensorType(draw(st.sampled_from([[5], [rows, 5]])), x.type.dtype))
+        return cls(seq, x, draw(st.booleans()), draw(st.booleans()))
+    if cls is prim_indexing.IndexReduceOp:
+        index, src = arg(TensorType([3], "i64")), arg(TensorType([3, cols], x.type.dtype))
+        return cls(x, index, src, 0, draw(st.sampled_from(prim_indexing.INDEX_REDUCE)), draw(st.booleans()))
+    if cls is prim_indexing.PutOp:
+        return cls(x, arg(TensorType([2, 2], "i64")), arg(TensorType([4], x.type.dtype)), draw(st.booleans()))
+    if cls is prim_indexing.NonzeroStaticOp:
+        return cls(x, draw(zoo_dims()), draw(st.integers(-1, 1)))
+    raise GeneratorError(f"the zoo does not know {cls.name}: add it to _zoo_library_op in testing/op_zoo.py")
 
 
 INDEX_EXPRS = ("x0", "x0 + 4*x1", "r0 + s0*x0", "2*x0 + 1", "floor(x0/3)", "Mod(x1, s1)", "0", "s0*s1 - 1 - x0")

@@ -246,8 +246,12 @@ def matmul(draw, b: PrimGraph) -> None:
     def matrix(dims: list[Dim]) -> SSAValue:
         return draw(operand(b, lambda t: t.dtype == dtype and same_dims(t.dims, dims), dims=dims, dtype=dtype))
 
-    if draw(st.booleans()):
+    kind = draw(st.sampled_from(["mm", "addmm", "bmm"]))
+    if kind == "mm":
         b.emit(prim.MmOp(matrix([m, k]), matrix([k, n])))
+    elif kind == "addmm":
+        bias = draw(st.sampled_from([[n], [m, n], [1, n]]))
+        b.emit(prim.AddmmOp(matrix(bias), matrix([m, k]), matrix([k, n])))
     else:
         batch = draw(size)
         b.emit(prim.BmmOp(matrix([batch, m, k]), matrix([batch, k, n])))

@@ -269,7 +269,7 @@ FAMILIES = {
     "reduction": (lambda x: x.sum(0) + x.var(0), [rand(4, 5)], "prim.sum"),
     "normalization": (lambda x: F.layer_norm(x.softmax(-1), (5,)), [rand(4, 5)], "prim.amax"),
     "creation": (lambda x: x + torch.arange(5), [rand(4, 5)], "prim.iota"),
-    "linalg": (lambda x, w, b: torch.addmm(b, x, w), [rand(4, 5), rand(5, 3), rand(3)], "prim.mm"),
+    "linalg": (lambda x, w, b: torch.addmm(b, x, w), [rand(4, 5), rand(5, 3), rand(3)], "prim.addmm"),
     "dropout": (lambda x: torch.ops.aten.native_dropout(x, 0.5, False), [rand(4, 5)], "prim.full"),
     "indexing": (lambda x, i: x[i] + torch.gather(x, 1, i[:, None].expand(-1, 2)).sum(), [rand(4, 5), torch.tensor([3, 0, 1])], "prim.gather"),
     "scatter": (lambda x, i: torch.scatter_add(x, 0, i, x * 2), [rand(4, 5), torch.randint(0, 4, (4, 5))], "prim.scatter"),

@@ -246,6 +246,7 @@ def prim_examples() -> dict[type, str]:
     add(lambda a: prim.IotaOp("s0", 0, 1, "i64"), )
     add(lambda a: prim.MmOp(*a), t([4, "s0"]), t(["s0", 8]))
     add(lambda a: prim.BmmOp(*a), t([2, 4, "s0"]), t([2, "s0", 8]))
+    add(lambda a: prim.AddmmOp(*a), t([8]), t([4, "s0"]), t(["s0", 8]))
     add(lambda a: prim.ConvolutionOp(*a, [1, 1], [1, 1], [1, 1], 1), t([2, 3, 8, "s0"]), t([4, 3, 3, 3]))
     add(lambda a: prim_random.RandomSeedOp())
     add(lambda a: prim_random.PhiloxUniformOp(a[0], [4, "s0"]), t([], "i64"))
@@ -261,6 +262,23 @@ def prim_examples() -> dict[type, str]:
     add(lambda a: prim_scan.CumprodOp(a[0], 1), x)
     add(lambda a: prim_scan.SortOp(a[0], 1, True, False), x)
     add(lambda a: prim_scan.TopkOp(a[0], 2, 1, True, True), x)
+    add(lambda a: prim_scan.CummaxOp(a[0], 1), x)
+    add(lambda a: prim_scan.CumminOp(a[0], 1), x)
+    add(lambda a: prim_scan.KthvalueOp(a[0], 2, 1), x)
+    add(lambda a: prim_scan.MedianOp(a[0], 1, False), x)
+    add(lambda a: prim_scan.ModeOp(a[0], 1), x)
+    add(lambda a: prim_scan.SearchsortedOp(*a, False, False), t([8]), x)
+    add(lambda a: prim_indexing.IndexReduceOp(*a, 0, "amax", True), x, t([3], "i64"), t([3, "s0"]))
+    add(lambda a: prim_indexing.PutOp(*a, False), x, t([3], "i64"), t([3]))
+    add(lambda a: prim_indexing.NonzeroStaticOp(a[0], 5, -1), x)
+    from strata.dialects import prim_linalg
+
+    add(lambda a: prim_linalg.SvdOp(a[0], False, True), t([2, 4, "s0"]))
+    add(lambda a: prim_linalg.EighOp(a[0], False, True), t([4, 4]))
+    add(lambda a: prim_linalg.DetOp(a[0]), t([2, 4, 4]))
+    add(lambda a: prim_linalg.SlogdetOp(a[0]), t([2, 4, 4]))
+    add(lambda a: prim_linalg.QrOp(a[0], "reduced"), t([4, "s0"]))
+    add(lambda a: prim_linalg.PinvOp(a[0], a[1], None, False), t([2, 4, "s0"]), t([2]))
     return examples
 
 

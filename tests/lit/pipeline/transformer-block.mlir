@@ -12,7 +12,7 @@
 // CHECK:       kernel.func @k0 attributes {pointwise = ["s77", "s27"], reduction = [32 : i64]
 // CHECK-SAME:    symbols = ["s27", "s77"], sources = ["aten.native_layer_norm.default
 // CHECK:         kernel.reduce "sum"
-// CHECK:       kernel.func @k2
+// CHECK:       kernel.func @k1
 // CHECK:         kernel.reduce "amax"
 // CHECK:         prim.exp
 // CHECK:         kernel.reduce "sum"
@@ -20,6 +20,6 @@
 // CHECK-SAME:    arg_symbols = ["s77", "s27",
 // CHECK-NOT:     = aten.
 // CHECK:         kernel.launch @k0
-// CHECK:         prim.mm
+// CHECK:         prim.addmm
 // CHECK:         prim.bmm
 // CHECK:         kernel.return
