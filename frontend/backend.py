@@ -43,10 +43,18 @@ def make_backend(mode: str | None = None, options: dict[str, Any] | None = None)
     return strata  # the name torch prints in its logs
 
 
+# Ops strata lowers itself, more exactly than torch's decompositions: addcdiv and
+# addcmul round once in f16/bf16, where div, mul and add would round after each.
+_KEPT_WHOLE = ("addcdiv", "addcmul")
+
+
 @functools.cache
 def _core_aten_decompositions() -> dict:
     """torch builds this table anew on each call (a fifth of a second): once per process."""
-    return core_aten_decompositions()
+    table = core_aten_decompositions()
+    for name in _KEPT_WHOLE:
+        table.pop(getattr(torch.ops.aten, name).default, None)
+    return table
 
 
 def _compile_graph_with(options: dict[str, Any], kind: str, gm: torch.fx.GraphModule, example_inputs):

@@ -217,6 +217,25 @@ def _half_rounding_division(b: PrimBuilder, mode: str, half: str, x: SSAValue, y
     return b.where(b.ew("eq", y, zero), quotient, floor)
 
 
+@decomposes("aten::addcdiv", "aten::addcmul")
+def addc(op: AtenOp, b: PrimBuilder) -> SSAValue:
+    """self + value · t1 / t2 (addcdiv) or self + value · t1 · t2 (addcmul), computed in
+    f32 for f16/bf16 and rounded once, as eager's kernels do (torch's decomposition
+    into div, mul and add rounds after each: frontend/backend.py keeps these whole)."""
+    value = b.arg("value")
+    divide = op.overload_name == "aten::addcdiv"
+    if divide and not all(is_float(tensor_of(b.arg(n)).dtype) for n in ("tensor1", "tensor2")):
+        raise Decline("addcdiv of integer tensors is an error in eager")
+
+    def compute(x: SSAValue, t1: SSAValue, t2: SSAValue) -> SSAValue:
+        term = b.ew("div" if divide else "mul", t1, t2)
+        if value != 1:
+            term = b.ew("mul", term, b.constant_like(term, value))
+        return b.ew("add", x, term)
+
+    return b.pointwise("DEFAULT", [b.arg("self"), b.arg("tensor1"), b.arg("tensor2")], compute)
+
+
 @decomposes("aten::remainder.Tensor", "aten::remainder.Scalar")
 def remainder(op: AtenOp, b: PrimBuilder) -> SSAValue:
     return b.pointwise("DEFAULT", [b.arg("self"), b.arg("other")], lambda x, y: b.ew("remainder", x, y))
