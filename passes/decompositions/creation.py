@@ -59,18 +59,58 @@ SHAPE_ONLY_USES = {
 }
 
 
-@decomposes("aten::empty.memory_format", "aten::empty_strided", "aten::empty_permuted", "aten::empty_like")
-def empty(op: AtenOp, b: PrimBuilder) -> SSAValue:
-    # Uninitialized memory may only reach ops that overwrite all of it; any value is
-    # then right, and the full it becomes is dead once those ops are lowered.
-    result = op.results[0]
+# Ops that move elements without computing on them, by the arguments they move:
+# uninitialized elements pass through them (and reach, at worst, the graph's results,
+# where any value is right), so their results are followed on.
+ELEMENT_MOVES = {
+    "aten::slice.Tensor": ("self",),
+    "aten::slice_scatter": ("self", "src"),
+    "aten::select_scatter": ("self", "src"),
+    "aten::copy": ("src",),
+}
+
+
+def _only_overwritten(result: SSAValue, seen: set[SSAValue] | None = None) -> str | None:
+    """None if `result`'s elements reach nothing but ops that read only its shape,
+    element moves (followed on) and the graph's results; else the first other user."""
+    seen = set() if seen is None else seen
+    if result in seen:
+        return None
+    seen.add(result)
     for use in result.uses:
         user = use.operation
         if isinstance(user, func.ReturnOp):
             continue  # the graph returns uninitialized memory: zeros are as good as any
-        arg = SHAPE_ONLY_USES.get(getattr(user, "overload_name", None))
-        if arg is None or user.bind().get(arg) is not result or list(user.operands).count(result) != 1:
-            raise Decline(f"an uninitialized tensor read by {user.name}")
+        name = getattr(user, "overload_name", None)
+        bound = user.bind() if name is not None else {}
+        args = [a for a, v in bound.items() if v is result]
+        if not args or list(user.operands).count(result) != len(args):
+            return user.name
+        if all(a == SHAPE_ONLY_USES.get(name) for a in args):
+            continue
+        if not all(a == SHAPE_ONLY_USES.get(name) or a in ELEMENT_MOVES.get(name, ()) for a in args):
+            return user.name
+        reader = _only_overwritten(user.results[0], seen)
+        if reader is not None:
+            return reader
+    return None
+
+
+@decomposes(
+    "aten::empty.memory_format",
+    "aten::empty_strided",
+    "aten::empty_permuted",
+    "aten::empty_like",
+    "aten::new_empty_strided",
+)
+def empty(op: AtenOp, b: PrimBuilder) -> SSAValue:
+    # Uninitialized memory may only reach ops that overwrite all of it, or that move
+    # its elements into such ops (nn.functional.pad's circular mode fills an empty
+    # tensor slice by slice); any value is then right, and the full it becomes is
+    # dead or overwritten once those ops are lowered.
+    reader = _only_overwritten(op.results[0])
+    if reader is not None:
+        raise Decline(f"an uninitialized tensor read by {reader}")
     _strided(b)
     out = b.out()
     return b.full(out.dims, 0, out.dtype)
