@@ -51,10 +51,16 @@ code_log = logs.logger("output_code")
 _graph_numbers = itertools.count()
 
 
-def device_of(example_inputs: Sequence[Any]) -> torch.device:
+def device_of(example_inputs: Sequence[Any], gm: torch.fx.GraphModule | None = None) -> torch.device:
+    """The inputs' device; for a graph with no tensor input, that of the tensors it makes."""
     for x in example_inputs:
         if isinstance(x, torch.Tensor):
             return x.device
+    for n in gm.graph.nodes if gm is not None else ():
+        vals = n.meta.get("val")
+        for v in vals if isinstance(vals, list | tuple) else [vals]:
+            if isinstance(v, torch.Tensor):
+                return v.device
     return torch.device("cpu")
 
 
@@ -222,7 +228,7 @@ def _compile(gm, example_inputs, options, number: int, compile_id: str | None, k
         report.ops["aten"] = reports.count_ops(module)
         report.bytes_eager = _graph_bytes(module, report)
     trace.level("0_aten", module)
-    device = device_of(example_inputs)
+    device = device_of(example_inputs, gm)
     codegen = options["codegen"] or ("triton" if device.type == "cuda" else "llvm")
     names = [n.strip() for n in options["pipeline"].split(",") if n.strip()]
     module, declines = _lowered(module, names, options, codegen, device, trace, report)

@@ -126,18 +126,19 @@ def import_graph(gm: torch.fx.GraphModule) -> ImportedGraph:
         Region(block),
         arg_attrs=ArrayAttr(arg_attrs),
     )
-    fn.attributes["strata.device"] = StringAttr(_graph_device(placeholders))
+    fn.attributes["strata.device"] = StringAttr(_graph_device([*placeholders, *gm.graph.nodes]))
     fn.attributes[TRACED] = UnitAttr()  # infer-shapes keeps the types torch traced
     return ImportedGraph(ModuleOp([fn]), constants, arg_symbols, output_spec)
 
 
-def _graph_device(placeholders: list[torch.fx.Node]) -> str:
+def _graph_device(nodes) -> str:
     """The device type of the graph's tensors ("cpu", "cuda"): meta functions and
-    decompositions depend on it."""
-    for n in placeholders:
-        val = n.meta.get("val")
-        if isinstance(val, torch.Tensor):
-            return val.device.type
+    decompositions depend on it. The inputs' first; a graph with no tensor input
+    (torch.arange(n, device="cuda")) has it from the tensors it makes."""
+    for n in nodes:
+        for val in _flatten(n.meta.get("val")):
+            if isinstance(val, torch.Tensor):
+                return val.device.type
     return "cpu"
 
 

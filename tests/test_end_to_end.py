@@ -154,3 +154,15 @@ def test_dynamic_shapes_reuse_one_compile():
     for n in (3, 8, 17):
         x = torch.randn(n, n + 2)
         torch.testing.assert_close(f(x), softmax_rows(x))
+
+
+@pytest.mark.parametrize("target", TARGETS, ids=TARGET_IDS)
+def test_a_graph_with_no_tensor_input_makes_its_tensors_on_their_device(target):
+    device, codegen = target
+
+    def make(n: int):
+        return torch.arange(n, device=device) * 2 + torch.ones(n, dtype=torch.int64, device=device)
+
+    got = strata.compile(make, dynamic=False, options={"codegen": codegen})(5)
+    assert got.device.type == torch.device(device).type
+    torch.testing.assert_close(got, make(5))
