@@ -274,8 +274,19 @@ def convolution_shapes(draw, batch: Any) -> tuple[list[Dim], list[Dim], list[int
     return x, w, stride, padding, dilation, groups
 
 
+def convolution_crashes(dtype: str) -> bool:
+    """torch 2.11's CPU convolution in f16 crashes (a segfault in oneDNN) on some shapes
+    this generator draws ([2, 1, 1, 1] by [1, 1, 1, 1], dilation 2, padding 1, on a
+    host with AMX): no f16 convolutions under torch before 2.13, where it is fixed."""
+    import torch
+
+    return dtype == "f16" and tuple(int(p) for p in torch.__version__.split(".")[:2]) < (2, 13)
+
+
 @st.composite
 def convolution(draw, b: PrimGraph) -> None:
+    if convolution_crashes(b.float_dtype):
+        return
     x_dims, w_dims, stride, padding, dilation, groups = draw(convolution_shapes(draw(st.sampled_from([2, 1, symbol("s0"), 0]))))
     dtype = b.float_dtype
     x = draw(operand(b, lambda t: t.dtype == dtype and same_dims(t.dims, x_dims), dims=x_dims, dtype=dtype))

@@ -55,7 +55,7 @@ def test_kernels_are_boxes_and_buffers_edges(traced):
     norm = dict(kernels)["k0"]
     assert norm.startswith("k0\\n[2, 5] x reduce [16]\\nnative_layer_norm\\nmodels.py:")
     assert re.search(r"\\n[\d.]+ (B|KiB)$", norm)  # the bytes it moves
-    assert '"prim.mm (library call)\\naddmm @ models.py:' in dot
+    assert '"prim.addmm (library call)\\naddmm @ models.py:' in dot
     assert re.search(r'^  in0 -> k0 \[label="\[2, 5, 16\] f32"\];$', dot, re.M)  # a buffer
     assert re.search(r'^  k\d+ -> out0 \[label="\[2, 5, 16\] f32"\];$', dot, re.M)
     assert "#ffd9d9" not in dot.split("subgraph cluster_legend")[0]  # no fallback in graph 0

@@ -68,7 +68,7 @@ def test_report_lists_kernels_with_their_aten_ops_and_lines(explained):
     # The attention's mask, scale and softmax fuse into one reduction kernel.
     softmax = next(k for k in first.kernels if "aten._softmax.default" in k.aten_ops)
     assert {"aten.where.self", "aten.div.Tensor"} <= set(softmax.aten_ops)
-    assert {c.op for c in first.library_calls} == {"prim.mm", "prim.bmm"}
+    assert {c.op for c in first.library_calls} == {"prim.addmm", "prim.bmm"}
     assert "call prim.bmm" in text
 
 
