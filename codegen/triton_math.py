@@ -180,12 +180,14 @@ return out.to(tl.int32, bitcast=True)
 
 INTERPRETER: dict[str, str] = {
     # The interpreter truncates f32 → bf16 (triton 3.9); round to nearest even as
-    # the GPU does, keeping NaNs NaN.
-    "to_bf16": _jit("_to_bf16(x)", f"""
+    # the GPU does, keeping NaNs NaN (a quiet NaN made from the bits: triton 3.6's
+    # interpreter cannot make a bf16 constant).
+    "to_bf16": _jit("_to_bf16(x)", """
 bits = x.to(tl.uint32, bitcast=True)
-bits = bits + 0x7FFF + ((bits >> 16) & 1)
-r = (bits >> 16).to(tl.uint16).to(tl.bfloat16, bitcast=True)
-return tl.where(x != x, {NAN}, r)
+rounded = bits + 0x7FFF + ((bits >> 16) & 1)
+r = (rounded >> 16).to(tl.uint16).to(tl.bfloat16, bitcast=True)
+nan = ((bits >> 16) | 0x40).to(tl.uint16).to(tl.bfloat16, bitcast=True)
+return tl.where(x != x, nan, r)
 """),
     "fmod": _jit("_fmod(a, b)", "return a % b"),
     "rint": _jit("_rint(x)", """
