@@ -52,10 +52,12 @@ _graph_numbers = itertools.count()
 
 
 def device_of(example_inputs: Sequence[Any], gm: torch.fx.GraphModule | None = None) -> torch.device:
-    """The inputs' device; for a graph with no tensor input, that of the tensors it makes."""
-    for x in example_inputs:
-        if isinstance(x, torch.Tensor):
-            return x.device
+    """The inputs' device (an accelerator's when CPU tensors come beside its tensors, as
+    index_put's CPU indices may); for a graph with no tensor input, that of the tensors
+    it makes."""
+    devices = [x.device for x in example_inputs if isinstance(x, torch.Tensor)]
+    if devices:
+        return next((d for d in devices if d.type != "cpu"), devices[0])
     for n in gm.graph.nodes if gm is not None else ():
         vals = n.meta.get("val")
         for v in vals if isinstance(vals, list | tuple) else [vals]:
@@ -252,8 +254,25 @@ def _compile(gm, example_inputs, options, number: int, compile_id: str | None, k
         report.codegen_s = time.perf_counter() - codegen_start
         report.total_s = time.perf_counter() - started
         reports.publish(report)
-    call = graph_outputs(compiled, imported)
+    call = _on_device(graph_outputs(compiled, imported), example_inputs, device)
     return _boxed(cuda_graphs.wrap(call, device, kind) if options["triton.cudagraphs"] else call)
+
+
+def _on_device(call: Callable[[list], list], example_inputs: Sequence[Any], device: torch.device) -> Callable[[list], list]:
+    """The call, moving the inputs that live elsewhere to the graph's device first. Eager
+    takes a CPU index tensor or 0-d CPU tensor beside CUDA ones (index_put's indices);
+    a kernel cannot read CPU memory. Graphs on one device pay nothing."""
+    elsewhere = [i for i, x in enumerate(example_inputs) if isinstance(x, torch.Tensor) and x.device != device]
+    if not elsewhere:
+        return call
+
+    def moved(args: list) -> list:
+        args = list(args)
+        for i in elsewhere:
+            args[i] = args[i].to(device, non_blocking=True)
+        return call(args)
+
+    return moved
 
 
 def _lowered(module: ModuleOp, names: list[str], options, codegen: str, device: torch.device, trace: Trace, report):

@@ -166,3 +166,17 @@ def test_a_graph_with_no_tensor_input_makes_its_tensors_on_their_device(target):
     got = strata.compile(make, dynamic=False, options={"codegen": codegen})(5)
     assert got.device.type == torch.device(device).type
     torch.testing.assert_close(got, make(5))
+
+
+@pytest.mark.skipif(not torch.cuda.is_available(), reason="needs CUDA")
+def test_cpu_indices_beside_cuda_tensors_are_moved_to_the_device():
+    """index_put with CPU indices into a CUDA tensor, as eager allows."""
+
+    def put(x, i, v):
+        return torch.index_put(x, (i,), v) * 2
+
+    x, v = torch.zeros(6, device="cuda"), torch.arange(3.0, device="cuda")
+    i = torch.tensor([4, 0, 2])
+    got = strata.compile(put, dynamic=False)(x, i, v)
+    assert got.device.type == "cuda"
+    torch.testing.assert_close(got, put(x, i, v))
