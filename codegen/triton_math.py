@@ -311,6 +311,7 @@ m = tl.where(a > b, a, b)
 n = tl.where(a > b, b, a)
 q = n / m
 r = tl.where(m == 0.0, 0.0, m * tl.sqrt(1.0 + q * q))
+r = tl.where((a != a) | (b != b), {NAN}, r)
 r = tl.where((a == {INF}) | (b == {INF}), {INF}, r)
 return r.to(x.dtype)
 """),
