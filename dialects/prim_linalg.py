@@ -56,7 +56,7 @@ class LapackOp(TensorOp):
         return a
 
     def expected_types(self) -> list[TensorType]:
-        raise NotImplementedError
+        raise NotImplementedError(f"{self.name} does not define its result types")
 
     def infer_type(self) -> Attribute:
         return self.expected_types()[0]

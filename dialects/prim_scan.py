@@ -81,7 +81,7 @@ class TwoResultOp(TensorOp):
     """Values (the operand's dtype) and i64 indices, of one shape."""
 
     def expected_types(self) -> tuple[TensorType, TensorType]:
-        raise NotImplementedError
+        raise NotImplementedError(f"{self.name} does not define its result types")
 
     def infer_type(self) -> Attribute:
         return self.expected_types()[0]

@@ -238,14 +238,23 @@ class CompiledGraph:
 
                 return unary
 
-            if isinstance(op, prim.MmOp | prim.BmmOp | prim.AddmmOp):
+            if isinstance(op, prim.MmOp | prim.BmmOp):
+                a, b = operands
 
                 def product(regs: list, env: dict) -> None:
                     out = regs[result]  # its place in the workspace, if planned
-                    args = [regs[i] for i in operands]
-                    regs[result] = fast(*args) if out is None else fast(*args, out=out)
+                    regs[result] = fast(regs[a], regs[b]) if out is None else fast(regs[a], regs[b], out=out)
 
                 return product
+            if isinstance(op, prim.AddmmOp):
+                bias, a, b = operands
+
+                def addmm(regs: list, env: dict) -> None:
+                    out = regs[result]
+                    args = regs[bias], regs[a], regs[b]
+                    regs[result] = fast(*args) if out is None else fast(*args, out=out)
+
+                return addmm
 
             def call(regs: list, env: dict) -> None:
                 regs[result] = fast(*[regs[i] for i in operands])
