@@ -35,6 +35,18 @@ def test_a_result_further_from_float64_than_the_reference_differs():
         assert problem is not None and "less accurate" in problem, got
 
 
+def test_a_bool_result_agrees_where_it_is_the_float64_programs():
+    # gelu(-5.43) is -1.5e-7 exactly; f32 formulas give it or 0, and a cast to bool
+    # turns that hair into True or False.
+    want = torch.tensor([False, True])
+    exact = torch.tensor([True, True])
+    assert mismatch([want], [torch.tensor([True, True])], lambda: [exact]) is None
+    problem = mismatch([want], [torch.tensor([False, False])], lambda: [exact])
+    assert problem is not None and "1 of 2 elements differ; at [1]: False, expected True" in problem
+    assert "neither value" in problem
+    assert "1 of 2 elements differ" in mismatch([want], [torch.tensor([True, True])])
+
+
 def test_the_float64_program_is_computed_only_when_needed():
     calls = []
     want = torch.tensor([1.0, 2.0], dtype=HALF)

@@ -9,6 +9,9 @@
 
 A failing example is shrunk by hypothesis and reported as a strata-opt command and the
 program's text: save the text as program.mlir and run the command to see the failure.
+A crash inside native code (a segfault in a torch kernel) cannot be shrunk: with
+STRATA_LAST_EXAMPLE=path set, each example's command and text are written to `path`
+before it runs, so the file holds the program that crashed.
 
 Profiles (strata/testing/profiles.py): HYPOTHESIS_PROFILE=ci (default, 200 examples a
 property), long (5,000), dev (20).
@@ -17,6 +20,7 @@ property), long (5,000), dev (20).
 from __future__ import annotations
 
 from collections.abc import Callable
+import os
 from dataclasses import dataclass
 
 import pytest
@@ -43,6 +47,14 @@ PASS_INPUTS: dict[str, tuple[str, ...]] = {
 PREPARE = {"aten": [], "prim": [], "decomposed": ["infer-shapes", "decompose"]}
 
 CODEGENS = ("llvm", "triton")
+
+
+def remember(program: Program, options: str) -> None:
+    """Writes the example about to run to $STRATA_LAST_EXAMPLE, if set."""
+    path = os.environ.get("STRATA_LAST_EXAMPLE")
+    if path:
+        with open(path, "w") as f:
+            f.write(f"// {program.command(options)}\n{program.text}\n")
 
 
 def inputs_of(kind: str) -> st.SearchStrategy[Program]:
@@ -126,6 +138,7 @@ def test_pass_keeps_values(pass_name, kind, data):
     generated = data.draw(inputs_of(kind), label="program")
     assume(known_bug(generated) is None)
     program = prepared(generated, kind)
+    remember(program, f"-p {pass_name}")
     problem = check_pipeline(program, [pass_name])
     assert problem is None, report(program, f"-p {pass_name}", f"{pass_name} changed the program's values: {problem}")
 
@@ -133,6 +146,7 @@ def test_pass_keeps_values(pass_name, kind, data):
 @given(program=sst.aten_programs())
 def test_default_pipeline_keeps_values(program):
     assume(known_bug(program) is None)
+    remember(program, "--default-pipeline")
     problem = check_pipeline(program, list(DEFAULT_PIPELINE))
     assert problem is None, report(program, "--default-pipeline", f"the default pipeline changed the values: {problem}")
 
@@ -142,6 +156,7 @@ def test_default_pipeline_keeps_values(program):
 def test_codegen_matches_kernel_interpreter(codegen, data):
     program = data.draw(sst.prim_programs(), label="program")
     assume(known_bug(program) is None)
+    remember(program, f"-p fuse --check-codegen {codegen}")
     module = program.module.clone()
     try:
         run_pipeline(module, ["fuse"])
