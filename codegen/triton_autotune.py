@@ -35,7 +35,7 @@ PROGRESS_VAR = "STRATA_AUTOTUNE_PROGRESS"
 def candidates(module: ModuleType, xnumel: int, rnumel: int, reduction: bool) -> list[Tile]:
     if not reduction:
         return pointwise_configs(xnumel)
-    return reduction_configs(xnumel, rnumel, module.LAYOUT, module.SPLITTABLE, module.ROW_LOADS, module.PASSES)
+    return reduction_configs(xnumel, rnumel, module.LAYOUT, module.SPLITTABLE, module.ROW_LOADS, module.PASSES, module.ROW_ITEMSIZE)
 
 
 class Autotuner:

@@ -64,7 +64,7 @@ class LauncherSource:
         lines += [f"xnumel = {int_code(self.src.xnumel, python=True)}", "if xnumel == 0:", "    return"]
         if self.src.rdims:
             lines.append(f"rnumel = {int_code(self.src.rnumel, python=True)}")
-            lines.append("tile = reduction_tile(xnumel, rnumel, LAYOUT, SPLITTABLE, ROW_LOADS, PASSES)")
+            lines.append("tile = reduction_tile(xnumel, rnumel, LAYOUT, SPLITTABLE, ROW_LOADS, PASSES, ROW_ITEMSIZE)")
         else:
             lines.append("tile = pointwise_tile(xnumel)")
         return lines + self._launch_code(None)

@@ -29,8 +29,8 @@ last read of a stream is not (evict_first).
 The module's `launch(buffers, symbols)` runs the heuristic tile (triton_tiles), baked
 in when the sizes are static; `launch_tile(tile, buffers, symbols)` runs any tile the
 module has a variant for (max-autotune times them through it); `numels(symbols)` gives
-the domain sizes; `LAYOUT`, `SPLITTABLE`, `ROW_LOADS` and `PASSES` are what the tile
-heuristic needs to know of the kernel.
+the domain sizes; `LAYOUT`, `SPLITTABLE`, `ROW_LOADS`, `PASSES` and `ROW_ITEMSIZE` are
+what the tile heuristic needs to know of the kernel.
 """
 
 from __future__ import annotations
@@ -67,7 +67,7 @@ from strata.dialects.types import DTYPES, scalar_dtype, sym
 RESERVED = frozenset(
     "xindex xmask xnumel rindex rmask rbase roffset rnumel rstart rchunk xrmask XBLOCK RBLOCK "
     "launch launch_tile numels buffers symbols tile kernel triton tl libdevice torch split "
-    "LAYOUT SPLITTABLE ROW_LOADS PASSES".split()
+    "LAYOUT SPLITTABLE ROW_LOADS PASSES ROW_ITEMSIZE".split()
 )
 GENERATED_NAME = re.compile(r"(x|r|v|in|out|ws)\d+$|(x|r)\d+_\d+$|acc_")
 # Code-generation switches, on by default; benchmarks/gpu_kernels.py --ablate turns
@@ -118,7 +118,9 @@ class KernelSource:
         self.splittable = self._splittable()
         self.int64 = self._needs_int64()
         self.layout = self._layout() if self.rdims else "pointwise"
-        self.row_loads = sum(1 for op in self.live if isinstance(op, kernel.LoadOp) and self.values[op.results[0]].row)
+        row_dtypes = [self.values[op.results[0]].dtype for op in self.live if isinstance(op, kernel.LoadOp) and self.values[op.results[0]].row]
+        self.row_loads = len(row_dtypes)
+        self.row_itemsize = min((DTYPES[d].itemsize for d in row_dtypes), default=4)
         self.passes = self._passes()
         self.code_index, self.runs = self._merge_indices()
         self.tiles = self._tiles()
@@ -261,8 +263,8 @@ class KernelSource:
         if not self.rdims:
             return pointwise_configs(xnumel) if self.tune else [pointwise_tile(xnumel)]
         if self.tune:
-            return reduction_configs(xnumel, rnumel, self.layout, self.splittable, self.row_loads, self.passes)
-        return [reduction_tile(xnumel, rnumel, self.layout, self.splittable, self.row_loads, self.passes)]
+            return reduction_configs(xnumel, rnumel, self.layout, self.splittable, self.row_loads, self.passes, self.row_itemsize)
+        return [reduction_tile(xnumel, rnumel, self.layout, self.splittable, self.row_loads, self.passes, self.row_itemsize)]
 
     def _variants(self) -> list[str]:
         if not self.rdims:
@@ -330,7 +332,8 @@ class KernelSource:
             header.append("import torch")
         header.append("from strata.codegen.triton_launch import CallSite")
         header.append("from strata.codegen.triton_tiles import Tile, next_power_of_2, pointwise_tile, reduction_tile")
-        constants = [f"LAYOUT = {self.layout!r}", f"SPLITTABLE = {self.splittable}", f"ROW_LOADS = {self.row_loads}", f"PASSES = {self.passes}"]
+        constants = [f"LAYOUT = {self.layout!r}", f"SPLITTABLE = {self.splittable}", f"ROW_LOADS = {self.row_loads}", f"PASSES = {self.passes}",
+                     f"ROW_ITEMSIZE = {self.row_itemsize}"]
         parts = ["\n".join(header), "\n".join(constants), *helper_sources(self.ops.helpers, self.device), *kernels]
         parts += LauncherSource(self).functions()
         return "\n\n\n".join(p.rstrip("\n") for p in parts) + "\n"
