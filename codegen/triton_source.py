@@ -83,6 +83,15 @@ class Value:
     level: int  # number of reductions it waits for
 
 
+def _rounded_to_16_bits(op: Operation) -> bool:
+    """Whether every use of op's result converts it to f16 or bf16."""
+    uses = list(op.results[0].uses)
+    return bool(uses) and all(
+        isinstance(u.operation, ConvertElementTypeOp) and scalar_dtype(u.operation.results[0].type) in LOW_PRECISION
+        for u in uses
+    )
+
+
 def kernel_name(func: kernel.FuncOp) -> str:
     name = re.sub(r"\W", "_", func.sym_name.data)
     if not name or name[0].isdigit() or name[0] == "_" or name in RESERVED or keyword.iskeyword(name):
@@ -566,7 +575,7 @@ class BodyEmitter:
         if isinstance(op, PhiloxOp):
             return self.ops.helper("philox", *args, str(op.word_index))
         assert isinstance(op, ElementwiseOp)
-        return self.ops.elementwise(op.name.removeprefix("prim."), scalar_dtype(op.args[0].type), args)
+        return self.ops.elementwise(op.name.removeprefix("prim."), scalar_dtype(op.args[0].type), args, _rounded_to_16_bits(op))
 
     def _load(self, op: kernel.LoadOp, eviction: str | None) -> str:
         mask = self._mask(op)

@@ -556,6 +556,31 @@ def test_cuda_source_uses_libdevice():
     assert "tl.int64" in source  # symbolic sizes index in 64 bits
 
 
+def test_cuda_math_rounded_to_bf16_may_be_approximate():
+    # exp and division whose f32 result is only rounded to bf16 use tl.exp and `/`;
+    # the same ops kept in f32 (stored as f32, or read by another op) stay precise.
+    from strata.codegen.triton_source import KernelSource
+
+    body = "\n".join([
+        load("x", "in0", "x0", "bf16"),
+        "  %w = prim.convert_element_type %x {dtype = \"f32\"} : (bf16) -> f32",
+        "  %e = prim.exp %w : (f32) -> f32",
+        "  %s = prim.sigmoid %w : (f32) -> f32",
+        "  %es = prim.convert_element_type %s {dtype = \"bf16\"} : (f32) -> bf16",
+        "  %f = prim.exp %w : (f32) -> f32",
+        "  %g = prim.add %f, %w : (f32, f32) -> f32",
+        "  %eb = prim.convert_element_type %e {dtype = \"bf16\"} : (f32) -> bf16",
+        store("eb", "out0", "x0", "bf16"),
+        store("es", "out1", "x0", "bf16"),
+        store("g", "out2", "x0", "f32"),
+    ])
+    source = KernelSource(kernel_func(body, ["bf16", "bf16", "bf16", "f32"], 1, "64"), "cuda").module()
+    assert source.count("tl.exp(") == 2 and source.count("libdevice.exp(") == 1, source
+    assert "tl.div_rn" not in source and "1.0 / (1.0 + tl.exp(" in source
+    cpu = KernelSource(kernel_func(body, ["bf16", "bf16", "bf16", "f32"], 1, "64"), "cpu").module()
+    assert "tl.div_rn" in cpu  # the interpreter's results stay correctly rounded
+
+
 def test_bool_shift_is_rejected_by_the_verifier():
     from xdsl.utils.exceptions import VerifyException
 
