@@ -6,8 +6,10 @@ op (flash, memory-efficient or cuDNN attention on CUDA, each with its own extra
 outputs) or, with Core ATen decompositions, into bmm, softmax and bmm. strata lowers
 attention to `prim.sdpa`, a library call that runs torch's fused kernels, so the graph
 Dynamo captured is rewritten first: each call with no dropout becomes `strata::sdpa`, a
-custom op AOTAutograd leaves alone. In a training graph each call becomes torch's math
-implementation instead (attention_as_math), whose backward strata compiles too.
+custom op AOTAutograd leaves alone, unless its mask would send torch to its math
+backend anyway (a mask whose last dim is strided): then, as every call
+of a training graph (attention_as_math), it becomes torch's math implementation, ops
+strata compiles and fuses (and, for training, differentiates).
 """
 
 from __future__ import annotations
@@ -56,14 +58,19 @@ def _calls(gm: torch.fx.GraphModule):
 
 
 def keep_attention_whole(gm: torch.fx.GraphModule) -> int:
-    """Rewrites each dropout-free sdpa call of an inference graph to strata::sdpa;
-    returns how many it rewrote."""
+    """Rewrites each dropout-free sdpa call of an inference graph to strata::sdpa, or
+    to its math form where the mask rules torch's fused kernels out; returns how many
+    it rewrote."""
     rewritten = 0
     for n, args in _calls(gm):
         if args.get("dropout_p", 0.0) != 0.0 or args.get("enable_gqa", False):
             continue
         if not all(isinstance(args.get(k), bool | float | None) for k in ("is_causal", "scale")):
             continue  # a traced value where a constant goes: leave it to torch
+        if _mask_sends_torch_to_math(args.get("attn_mask")):
+            _rewrite_as_math(gm, n, args)
+            rewritten += 1
+            continue
         with gm.graph.inserting_before(n):
             new = gm.graph.call_function(
                 torch.ops.strata.sdpa.default,
@@ -85,23 +92,40 @@ def attention_as_math(gm: torch.fx.GraphModule) -> int:
     the way that kernel expects."""
     rewritten = 0
     for n, args in _calls(gm):
-        kwargs = {k: args[k] for k in ("attn_mask", "dropout_p", "is_causal") if k in args}
-        if args.get("scale") is not None:
-            kwargs["scale"] = args["scale"]
-        if args.get("enable_gqa"):
-            kwargs["enable_gqa"] = True
-        with gm.graph.inserting_before(n):
-            if kwargs.get("attn_mask") is not None:
-                kwargs["attn_mask"] = gm.graph.call_function(additive_mask, (kwargs["attn_mask"], args["query"]))
-            math = gm.graph.call_function(
-                torch.ops.aten._scaled_dot_product_attention_math.default, (args["query"], args["key"], args["value"]), kwargs
-            )
-            out = gm.graph.call_function(operator.getitem, (math, 0))
-        _replace(gm, n, out)
+        _rewrite_as_math(gm, n, args)
         rewritten += 1
     if rewritten:
         gm.recompile()
     return rewritten
+
+
+def _mask_sends_torch_to_math(mask: Any) -> bool:
+    """Whether torch's sdpa would run this mask through its math backend: a mask
+    whose last dim is not contiguous (a padding mask expanded over the queries, as
+    transformers builds one under tracing: strides (0, S, 1, 0)) keeps every fused
+    kernel out. Its math backend is then a dozen eager kernels (in f32 for bf16
+    inputs); the same ops compiled by strata are two matmuls and one softmax kernel
+    that takes the mask with it (H200, BERT-base bf16: attention was half the call)."""
+    value = mask.meta.get("example_value", mask.meta.get("val")) if isinstance(mask, torch.fx.Node) else mask
+    if not isinstance(value, torch.Tensor) or value.dim() == 0:
+        return False
+    return value.stride(-1) != 1
+
+
+def _rewrite_as_math(gm: torch.fx.GraphModule, n: torch.fx.Node, args: dict[str, Any]) -> None:
+    kwargs = {k: args[k] for k in ("attn_mask", "dropout_p", "is_causal") if k in args}
+    if args.get("scale") is not None:
+        kwargs["scale"] = args["scale"]
+    if args.get("enable_gqa"):
+        kwargs["enable_gqa"] = True
+    with gm.graph.inserting_before(n):
+        if kwargs.get("attn_mask") is not None:
+            kwargs["attn_mask"] = gm.graph.call_function(additive_mask, (kwargs["attn_mask"], args["query"]))
+        math = gm.graph.call_function(
+            torch.ops.aten._scaled_dot_product_attention_math.default, (args["query"], args["key"], args["value"]), kwargs
+        )
+        out = gm.graph.call_function(operator.getitem, (math, 0))
+    _replace(gm, n, out)
 
 
 def additive_mask(mask: torch.Tensor, query: torch.Tensor) -> torch.Tensor:

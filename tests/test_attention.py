@@ -41,6 +41,30 @@ def test_inference_is_one_library_call_per_attention(target, tmp_path):
     assert program.count("prim.sdpa") == 2 and "prim.bmm" not in program
 
 
+@pytest.mark.parametrize("target", TARGETS, ids=TARGET_IDS)
+def test_a_mask_torch_would_run_as_math_is_compiled_as_ops(target, tmp_path):
+    # transformers' padding mask under tracing: [b, 1, L, S] expanded from [b, 1, 1, S],
+    # strides (0, S, 1, 0). With a last dim that is not contiguous torch's fused
+    # kernels are out, so the attention is compiled as its math form, matmuls and a
+    # softmax kernel that takes the mask's add with it.
+    device, codegen = target
+    q, k, v, _ = _inputs(device)
+    keep = torch.rand(2, 1, 16, 1, device=device) > 0.3  # some query rows wholly masked
+    mask = keep.expand(2, 1, 16, 16)  # strides (16, 16, 1, 0)
+
+    def f(q, k, v, mask):
+        return F.scaled_dot_product_attention(q, k, v, attn_mask=mask)
+
+    compiled = strata.compile(f, options={"codegen": codegen, "trace.enabled": True, "trace.dir": str(tmp_path)})
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")  # no eager fallback
+        with torch.no_grad():
+            got = compiled(q, k, v, mask)
+    torch.testing.assert_close(got, f(q, k, v, mask), atol=1e-5, rtol=1e-5)
+    program = next(tmp_path.glob("graph_*/2_kernel.mlir")).read_text()
+    assert "prim.sdpa" not in program and program.count("prim.bmm") == 2
+
+
 @pytest.mark.parametrize("mask_kind", ["additive", "boolean"])
 def test_training_decomposes_and_matches_eager_gradients(mask_kind):
     q, k, v, mask = _inputs("cpu")
