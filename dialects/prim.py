@@ -325,9 +325,18 @@ class WhereOp(PrimOp):
 
 
 # ---------------------------------------------------------------- type conversion
+# A discardable attribute of a prim.convert_element_type to f16/bf16 that only rounds an
+# elementwise op's f32 computation to the op's dtype (eager's opmath), not a cast the
+# program asked for: inside a fused kernel the value may stay in f32.
+OPMATH_ROUNDING = "strata.opmath_rounding"
+
+
 @irdl_op_definition
 class ConvertElementTypeOp(PrimOp):
-    """Converts each element to `dtype` with torch's `.to()` semantics."""
+    """Converts each element to `dtype` with torch's `.to()` semantics. With the unit
+    attribute `strata.opmath_rounding` (set by the decompositions on the rounding that
+    ends an f16/bf16 op computed in f32), fuse may keep the value in f32 inside a
+    kernel and round it where it is stored, unless `fuse{emulate_precision_casts=true}`."""
 
     name = "prim.convert_element_type"
     x = operand_def()

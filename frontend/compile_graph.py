@@ -281,7 +281,10 @@ def _lowered(module: ModuleOp, names: list[str], options, codegen: str, device: 
     before, else by running the pipeline. A compile that traces or explains itself
     runs the pipeline, whose every level it records."""
     # fallback_random: random ops stay aten and run as eager's kernels.
-    pass_options = {"decompose": {"fallback_random": bool(options["fallback_random"])}}
+    pass_options = {
+        "decompose": {"fallback_random": bool(options["fallback_random"])},
+        "fuse": {"emulate_precision_casts": bool(options["emulate_precision_casts"])},
+    }
     observed = trace.folder is not None or report is not None or options.get("trace.graph_diagram")
     if observed or not options.get("graph_cache", True):
         with recording_declines() as declines:

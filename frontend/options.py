@@ -24,6 +24,9 @@ OPTIONS: dict[str, tuple[Any, str]] = {
     "triton.cudagraphs": (False, "replay compiled graphs as CUDA graphs (set by reduce-overhead and max-autotune)"),
     "epilogue_fusion": (True, "fuse pointwise epilogues into matmul templates under max_autotune"),
     "fallback_random": (False, "run random ops as eager does, bit for bit"),
+    "emulate_precision_casts": (False, "round f16/bf16 intermediates inside a fused kernel after every op, "
+                                       "as eager does (off: they stay in f32 and are rounded where stored, "
+                                       "as TorchInductor does)"),
     "verify": (True, "verify the IR after every pass"),
     "graph_cache": (True, "reuse a graph's lowering from the disk cache when the same graph was compiled "
                           "before (STRATA_CACHE_DIR)"),

@@ -45,11 +45,15 @@ from strata.passes.fusion.traffic import graph_bytes, human_bytes, op_bytes, pro
 
 @dataclass(frozen=True)
 class FusePass(ModulePass):
+    """`emulate_precision_casts`: round every f16/bf16 intermediate inside a kernel as
+    eager does op by op (passes/fusion/lower.py); off, they stay in f32."""
+
     name = "fuse"
+    emulate_precision_casts: bool = False
 
     def apply(self, ctx: Context, op: ModuleOp) -> None:
         for fn in [o for o in op.ops if isinstance(o, func.FuncOp)]:
-            new_ops = lower_graph(fn)
+            new_ops = lower_graph(fn, self.emulate_precision_casts)
             Rewriter.replace_op(fn, new_ops)
 
 
@@ -73,7 +77,7 @@ def arg_symbols(fn: func.FuncOp) -> list[str]:
     return out
 
 
-def lower_graph(fn: func.FuncOp) -> list[Operation]:
+def lower_graph(fn: func.FuncOp, emulate_precision_casts: bool = False) -> list[Operation]:
     block = fn.body.block
     ret = block.last_op
     assert isinstance(ret, func.ReturnOp), "func.func @graph must end in func.return"
@@ -99,7 +103,7 @@ def lower_graph(fn: func.FuncOp) -> list[Operation]:
     report = info_enabled()
     for item in plan.schedule:
         if isinstance(item, Kernel):
-            builder = KernelBuilder(item, plan, strides_of, stored)
+            builder = KernelBuilder(item, plan, strides_of, stored, emulate_precision_casts)
             if not builder.outputs:
                 continue  # it would store nothing (values of dead ops): nothing to launch
             name = f"k{len(kernels)}"

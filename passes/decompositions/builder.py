@@ -13,6 +13,7 @@ from typing import Any
 import sympy
 import torch
 from torch._prims_common import ELEMENTWISE_TYPE_PROMOTION_KIND, elementwise_dtypes
+from xdsl.dialects.builtin import UnitAttr
 from xdsl.ir import Operation, SSAValue
 
 from strata.dialects import prim
@@ -21,6 +22,7 @@ from strata.dialects.types import DTYPES, Dim, TensorType, dtype_name, is_float,
 
 Scalar = int | float | bool | sympy.Expr
 Operand = SSAValue | Scalar
+
 
 
 class Decline(Exception):
@@ -228,7 +230,10 @@ class PrimBuilder:
         for j, a in enumerate(args):
             exact = exact_scalar and j == 1 and (not isinstance(a, SSAValue) or tensor_of(a).rank == 0)
             xs.append(self.operand(a if exact else self.round_to(a, common), out.dims, compute))
-        return self.convert(body(*xs), result)
+        y = self.convert(body(*xs), result)
+        if compute != result and isinstance(y.owner, prim.ConvertElementTypeOp):
+            y.owner.attributes[prim.OPMATH_ROUNDING] = UnitAttr()
+        return y
 
     def round_to(self, a: Operand, dtype: str) -> Operand:
         """a as eager's TensorIterator casts it to the common dtype."""

@@ -3,7 +3,11 @@
 Each node of the kernel is computed at the index its domain gives it, by walking its
 inline producers down to realized values, which become `kernel.load`s of input buffers.
 Scalars of f16 and bf16 are computed in f32 (as eager's kernels do); a conversion to a
-16-bit type rounds by converting there and back. Walks are memoized per (value, index),
+16-bit type rounds by converting there and back, except the rounding that only ends an
+elementwise op's f32 computation (marked prim.OPMATH_ROUNDING by the decompositions): a
+value that stays inside the kernel stays in f32 and is rounded where it is stored, as
+TorchInductor does (one rounding for `x + a / b * v` where eager, op by op, makes
+three). `emulate_precision_casts` keeps every rounding, bit for bit eager's. Walks are memoized per (value, index),
 so a value read twice at one index is computed once.
 
 Each kernel lists its `sources`: the aten ops it computes, each with the user's
@@ -46,8 +50,10 @@ def dtype_of(v: SSAValue) -> str:
 class KernelBuilder:
     """Builds the body of one kernel.func from its planned nodes."""
 
-    def __init__(self, k: Kernel, plan: Plan, strides_of: Callable[[SSAValue], Sequence[Dim]], stored: set[SSAValue]):
+    def __init__(self, k: Kernel, plan: Plan, strides_of: Callable[[SSAValue], Sequence[Dim]], stored: set[SSAValue],
+                 emulate_precision_casts: bool = False):
         self.k = k
+        self.emulate_precision_casts = emulate_precision_casts
         self.plan = plan
         self.strides_of = strides_of
         self.stored = stored
@@ -131,6 +137,8 @@ class KernelBuilder:
             return args[0]
         out_dtype = dtype_of(op.results[0])
         if isinstance(op, prim.ConvertElementTypeOp):
+            if prim.OPMATH_ROUNDING in op.attributes and not self.emulate_precision_casts and args[0].type == scalar_type(compute_dtype(out_dtype)):
+                return args[0]  # rounded where stored (emit_node)
             x = self.convert(args[0], out_dtype)
             return self.convert(x, compute_dtype(out_dtype))
         if isinstance(op, prim.WhereOp):

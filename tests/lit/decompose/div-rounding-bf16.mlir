@@ -10,7 +10,7 @@
 // CHECK-NEXT:    %[[QH:.*]] = prim.convert_element_type %[[Q]] {dtype = "bf16"}
 // CHECK-NEXT:    %[[QF:.*]] = prim.convert_element_type %[[QH]] {dtype = "f32"}
 // CHECK-NEXT:    %[[T:.*]] = prim.trunc %[[QF]]
-// CHECK-NEXT:    %t = prim.convert_element_type %[[T]] {dtype = "bf16"}
+// CHECK-NEXT:    %t = prim.convert_element_type %[[T]] {strata.opmath_rounding, dtype = "bf16"}
 
 // CHECK:         %[[FQ:.*]] = prim.div %[[X:.*]], %[[Y:.*]] : (!strata.tensor<[4, 8], f32>, !strata.tensor<[4, 8], f32>) -> !strata.tensor<[4, 8], f32>
 // CHECK-NEXT:    prim.convert_element_type %[[FQ]] {dtype = "bf16"}
@@ -23,11 +23,11 @@
 // CHECK-NEXT:    %[[DH:.*]] = prim.convert_element_type %[[D]] {dtype = "bf16"}
 // CHECK-NEXT:    prim.convert_element_type %[[DH]] {dtype = "f32"}
 // CHECK:         prim.floor
-// CHECK:         %f = prim.convert_element_type %{{.*}} {dtype = "bf16"}
+// CHECK:         %f = prim.convert_element_type %{{.*}} {strata.opmath_rounding, dtype = "bf16"}
 
 // CHECK:         %[[OQ:.*]] = prim.div %{{.*}}, %{{.*}} : (!strata.tensor<[4, 8], f32>, !strata.tensor<[4, 8], f32>) -> !strata.tensor<[4, 8], f32>
 // CHECK-NEXT:    %[[OT:.*]] = prim.trunc %[[OQ]]
-// CHECK-NEXT:    %o = prim.convert_element_type %[[OT]] {dtype = "bf16"}
+// CHECK-NEXT:    %o = prim.convert_element_type %[[OT]] {strata.opmath_rounding, dtype = "bf16"}
 func.func @graph(%x: !strata.tensor<[4, 8], bf16>, %y: !strata.tensor<[8], bf16>, %z: !strata.tensor<[1], bf16>) -> (!strata.tensor<[4, 8], bf16>, !strata.tensor<[4, 8], bf16>, !strata.tensor<[4, 8], bf16>) {
   %t = aten.div.Tensor_mode %x, %y {rounding_mode = "trunc"} : (!strata.tensor<[4, 8], bf16>, !strata.tensor<[8], bf16>) -> !strata.tensor<[4, 8], bf16>
   %f = aten.div.Tensor_mode %x, %y {rounding_mode = "floor"} : (!strata.tensor<[4, 8], bf16>, !strata.tensor<[8], bf16>) -> !strata.tensor<[4, 8], bf16>
