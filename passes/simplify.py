@@ -152,7 +152,9 @@ class FoldReshape(RewritePattern):
 def eliminate_common_subexpressions(block: Block) -> int:
     """Merges side-effect-free ops with equal names, properties, operands and result
     types. Unlike xDSL's cse it ignores attributes: ops from two aten ops differ in
-    their `strata.source` and are still one computation. Returns how many it merged."""
+    their `strata.source` and are still one computation (a conversion keeps
+    `strata.opmath_rounding` only if every one merged into it had it). Returns how
+    many it merged."""
     seen: dict[tuple, Operation] = {}
     merged = 0
     for op in list(block.ops):
@@ -161,6 +163,9 @@ def eliminate_common_subexpressions(block: Block) -> int:
         key = (op.name, tuple(sorted(op.properties.items())), tuple(op.operands), tuple(op.result_types))
         first = seen.setdefault(key, op)
         if first is not op:
+            if prim.OPMATH_ROUNDING not in op.attributes:
+                # one of them is a cast the program asked for: the merged op rounds always
+                first.attributes.pop(prim.OPMATH_ROUNDING, None)
             for old, new in zip(op.results, first.results):
                 old.replace_all_uses_with(new)
             Rewriter.erase_op(op)

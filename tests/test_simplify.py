@@ -111,6 +111,26 @@ def test_cse_merges_prim_ops_from_different_sources_but_not_aten_ops():
     assert names.count("prim.exp") == 1 and names.count("aten.exp.default") == 2
 
 
+@pytest.mark.parametrize("marks", [(True, False), (False, True), (True, True)])
+def test_cse_keeps_an_opmath_rounding_mark_only_if_both_had_it(marks):
+    # A rounding fuse may leave out (an op's opmath) merged with a cast the program
+    # asked for must round: the merged conversion keeps the mark only from both.
+    H = "!strata.tensor<[3, 4], bf16>"
+    attrs = [', strata.opmath_rounding' if m else '' for m in marks]
+    module = _module(
+        f"""
+        %x = prim.convert_element_type %a {{dtype = "bf16"{attrs[0]}}} : ({T}) -> {H}
+        %y = prim.convert_element_type %a {{dtype = "bf16"{attrs[1]}}} : ({T}) -> {H}
+        func.return %x, %y : {H}, {H}""",
+        f"%a : {T}",
+        f"({H}, {H})",
+    )
+    names = _simplify(module, [torch.randn(3, 4)])
+    assert names == ["prim.convert_element_type"]
+    merged = next(op for op in module.walk() if op.name == "prim.convert_element_type")
+    assert ("strata.opmath_rounding" in merged.attributes) == all(marks)
+
+
 def test_dce_keeps_aten_ops_that_write_or_draw_random_numbers():
     module = _module(
         f"""
