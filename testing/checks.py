@@ -55,7 +55,7 @@ def mismatch(want: Sequence[Any], got: Sequence[Any], exact: Callable[[], Sequen
         except AssertionError as e:
             e = str(e) or _discrete_difference(w, g)
             if exact is not None:
-                judged = (_judged_in_float64 if w.is_floating_point() else _discrete_judged_in_float64)(i, w, g, exact)
+                judged = _judged_in_float64(i, w, g, exact)
                 if judged is None:
                     continue
                 e = f"{e}\n{judged}"
@@ -69,27 +69,21 @@ def _discrete_difference(want: torch.Tensor, got: torch.Tensor) -> str:
     return f"{len(differ)} of {want.numel()} elements differ; at {list(first)}: {got[first].item()!r}, expected {want[first].item()!r}"
 
 
-def _discrete_judged_in_float64(i: int, want: torch.Tensor, got: torch.Tensor, exact: Callable[[], Sequence[Any]]) -> str | None:
-    """None if result i, an integer or bool `got`, differs from `want` only where it
-    is what the program computed in float64 gives: a float a hair from a threshold (a
-    cast to bool of a value near 0, a comparison of near-equal values) lands on either
-    side, and the side the exact value lands on is right."""
-    try:
-        reference = exact()[i].reshape(want.shape)
-    except Exception as e:
-        return f"(the program in float64, the yardstick of accuracy, fails: {_error(e)})"
-    if bool(((got == want) | (got == reference)).all()):
-        return None
-    return "and the program in float64 gives neither value there"
-
-
 def _judged_in_float64(i: int, want: torch.Tensor, got: torch.Tensor, exact: Callable[[], Sequence[Any]]) -> str | None:
     """None if result i, `got`, is as accurate as `want` against the float64 program's;
-    else why not."""
+    else why not. A floating result: its error is at most the reference's (as_accurate).
+    An integer or bool result: it differs from `want` only where it is the float64
+    program's value (a float a hair from a threshold, a cast to bool of a value near 0
+    or a comparison of near-equal values, lands on either side, and the side the exact
+    value lands on is right)."""
     try:
         reference = exact()[i]
     except Exception as e:
         return f"(the program in float64, the yardstick of accuracy, fails: {_error(e)})"
+    if not want.is_floating_point():
+        if bool(((got == want) | (got == reference.reshape(want.shape))).all()):
+            return None
+        return "and the program in float64 gives neither value there"
     if as_accurate(got, want, reference, tolerance(want.dtype)):
         return None
     return (

@@ -7,8 +7,8 @@ Scalars of f16 and bf16 are computed in f32 (as eager's kernels do); a conversio
 elementwise op's f32 computation (marked prim.OPMATH_ROUNDING by the decompositions): a
 value that stays inside the kernel stays in f32 and is rounded where it is stored, as
 TorchInductor does (one rounding for `x + a / b * v` where eager, op by op, makes
-three). `emulate_precision_casts` keeps every rounding, bit for bit eager's. Walks are memoized per (value, index),
-so a value read twice at one index is computed once.
+three). `emulate_precision_casts` keeps every rounding, bit for bit eager's. Walks are
+memoized per (value, index), so a value read twice at one index is computed once.
 
 Each kernel lists its `sources`: the aten ops it computes, each with the user's
 file:line where Dynamo recorded it; both code generators print them atop the kernel.
@@ -137,7 +137,8 @@ class KernelBuilder:
             return args[0]
         out_dtype = dtype_of(op.results[0])
         if isinstance(op, prim.ConvertElementTypeOp):
-            if prim.OPMATH_ROUNDING in op.attributes and not self.emulate_precision_casts and args[0].type == scalar_type(compute_dtype(out_dtype)):
+            opmath = prim.OPMATH_ROUNDING in op.attributes and not self.emulate_precision_casts
+            if opmath and args[0].type == scalar_type(compute_dtype(out_dtype)):
                 return args[0]  # rounded where stored (emit_node)
             x = self.convert(args[0], out_dtype)
             return self.convert(x, compute_dtype(out_dtype))
