@@ -96,3 +96,30 @@ def test_merged_shards_equal_the_unsharded_sweep(tmp_path):
     assert len(whole) == 8 and all(o["bin"] == "pass" for o in whole), whole
     text = report([Outcome(**o) for o in whole], "strata", "cpu", "x").splitlines()
     assert merged_md == [l for l in text if not l.startswith("Command:")]
+
+
+def test_float64_yardstick_runs_dtype_arguments_in_float64_too():
+    """_softmax_backward_data(grad, out, dim, input_dtype): the float64 run passes
+    torch.float64 as input_dtype, or it would round its own result to f16."""
+    import torch
+
+    from strata.tools.opinfo import _to_f64
+
+    args = (torch.ones(2, dtype=torch.float16), 0, torch.float16, torch.int64)
+    assert _to_f64(args)[0].dtype == torch.float64
+    assert _to_f64(args)[1:] == (0, torch.float64, torch.int64)
+
+
+def test_attention_rng_state_is_compared_by_metadata_only_without_dropout():
+    import torch
+
+    from strata.tools.opinfo import _assert_close_except, _unused_rng_outputs, select
+
+    (info,) = select(["torch.ops.aten._flash_attention_forward"], False)
+    q = torch.zeros(1)
+    assert _unused_rng_outputs(info, (q, q, q, None, None, 4, 4, 0.0, False, False), {}) == (2, 3)
+    assert _unused_rng_outputs(info, (q, q, q, None, None, 4, 4, 0.5, False, False), {}) == ()
+    seed = torch.tensor([1, 2], dtype=torch.int64)
+    _assert_close_except((q, q, seed, seed[0]), (q, q, seed + 7, seed[1]), (2, 3))
+    with pytest.raises(AssertionError):
+        _assert_close_except((q + 1, q, seed, seed[0]), (q, q, seed, seed[0]), (2, 3))
