@@ -18,7 +18,6 @@ from __future__ import annotations
 
 import ctypes
 import functools
-import os
 
 import llvmlite.binding as llvm
 from llvmlite import ir
@@ -175,7 +174,7 @@ def define_entry_point(func: FuncOp, plan: BodyPlan, lanes: Lanes, module: ir.Mo
         return
 
     big = b.icmp_unsigned(">=", b.mul(points, ir.Constant(I64, _cost_per_point(plan))), ir.Constant(I64, PARALLEL_WORK))
-    team = b.select(big, max_threads(b) if openmp_available() else ir.Constant(I64, os.cpu_count() or 1), one)
+    team = b.select(big, max_threads(b) if openmp_available() else ir.Constant(I64, llvm_pool.usable_cpus()), one)
     lane_blocks = one
     if lane_dim is not None:
         # Fewer items than threads: cut the lane dim into blocks of whole vectors.

@@ -265,7 +265,7 @@ def pool() -> bool:
     _state["code"] = code  # the pool's code and threads live as long as the process
     llvm.add_symbol(RUN, code.address(RUN))
     start = ctypes.CFUNCTYPE(ctypes.c_int32, ctypes.c_int32)(code.address("strata.pool.start"))
-    start(max((os.cpu_count() or 1) - 1, 0))
+    start(max(usable_cpus() - 1, 0))
     if openmp:
         _state["mode"] = ctypes.c_int32.from_address(code.global_address(MODE))
         adapt(force=True)
@@ -274,6 +274,14 @@ def pool() -> bool:
 
 _state: dict = {}
 ADAPT_EVERY_S = 1.0
+
+
+def usable_cpus() -> int:
+    """The cores this process may run on (taskset, a container's cpuset), not the host's."""
+    try:
+        return len(os.sched_getaffinity(0)) or 1
+    except AttributeError:  # no affinity API on this OS
+        return os.cpu_count() or 1
 
 
 def adapt(force: bool = False) -> None:
@@ -295,7 +303,7 @@ def adapt(force: bool = False) -> None:
     elif wanted == "omp":
         mode.value = 1
     else:
-        busy = os.getloadavg()[0] > (os.cpu_count() or 1) + 0.5
+        busy = os.getloadavg()[0] > usable_cpus() + 0.5
         mode.value = 0 if busy else 1
 
 
