@@ -149,3 +149,17 @@ def test_out_of_range_index_never_reads_outside():
         torch._dynamo.reset()
         got = strata.compile(lambda x, i: torch.gather(x, 0, i), dynamic=False)(torch.arange(4.0), torch.tensor([-5, 2, 9]))
     assert got.tolist() == [0.0, 2.0, 3.0]
+
+
+@pytest.mark.parametrize("dtype", [torch.float16, torch.bfloat16])
+def test_index_put_accumulates_half_floats_in_f32(dtype):
+    """Duplicate indices sum in f32 and round once (CUDA eager's index_put): 1000 adds
+    of 0.01 to 1 stay exact to the last f16/bf16 bit, where adding one at a time
+    (CPU eager) stalls once the sum's ulp exceeds twice the addend."""
+    x = torch.ones(3, dtype=dtype)
+    index = torch.zeros(1000, dtype=torch.int64)
+    values = torch.full((1000,), 0.01, dtype=dtype)
+    fn = lambda x, i, v: torch.index_put(x, (i,), v, accumulate=True)  # noqa: E731
+    got = _compiled(fn, x, index, values)
+    exact = (1 + values.double().sum()).to(dtype)
+    assert got[0] == exact and bool((got[1:] == 1).all())

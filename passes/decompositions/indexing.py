@@ -297,7 +297,14 @@ def index_put(op: AtenOp, b: PrimBuilder) -> SSAValue:
     if rest:
         iv = b.add(prim.BroadcastInDimOp(iv, [count] + rest, [0]))
     reduce = "sum" if b.arg("accumulate") else "none"
-    written = b.add(ScatterOp(xm, iv, v, 0, reduce))
+    if reduce == "sum" and t.dtype in ("f16", "bf16"):
+        # CUDA's eager index_put sums each position's values (and x) in f32 and rounds
+        # once; CPU's rounds after each add. Summing in f32 gives CUDA's result and is
+        # at least as close to the exact sum as CPU's.
+        written = b.add(ScatterOp(b.convert(xm, "f32"), iv, b.convert(v, "f32"), 0, reduce))
+        written = b.convert(written, t.dtype)
+    else:
+        written = b.add(ScatterOp(xm, iv, v, 0, reduce))
     back = b.reshape(written, [t.dims[k] for k in perm])
     return b.permute(back, [perm.index(k) for k in range(t.rank)])
 
