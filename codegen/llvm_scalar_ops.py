@@ -21,6 +21,9 @@ from strata.codegen.errors import CodegenError
 from strata.codegen.llvm_dtypes import F32, HALF_FLOATS, I1, I64, from_f32, is_signed, to_f32
 from strata.codegen.llvm_lanes import call_intrinsic, element_type, lane_by_lane, like, unify
 from strata.codegen.llvm_math import F64, call_libm, digamma, erfinv, int_pow
+from strata.codegen.llvm_erfcx import emit_erfcx
+from strata.codegen.llvm_bits import BIT_FLOAT_EMITTERS, BIT_INT_EMITTERS
+from strata.codegen.llvm_special_loops import SPECIAL_LOOP_EMITTERS
 from strata.codegen.llvm_vmath import call_vector_math, has_vector_math
 from strata.dialects.prim import ELEMENTWISE
 from strata.dialects.types import is_float
@@ -183,6 +186,9 @@ FLOAT_OPS: dict[str, Emitter] = {
     },
     "erfinv": _in_f64(erfinv),
     "digamma": _in_f64(digamma),
+    "erfcx": emit_erfcx,
+    **SPECIAL_LOOP_EMITTERS,
+    **BIT_FLOAT_EMITTERS,
     **{name: _fcmp(op) for name, op in COMPARISONS.items()},
 }
 
@@ -313,6 +319,7 @@ INT_OPS: dict[str, Emitter] = {
     "bitwise_xor": lambda b, dtype, x, y: b.xor(x, y),
     "shift_left": _shift_left,
     "shift_right": _shift_right,
+    **BIT_INT_EMITTERS,
     "isnan": _false,
     "isinf": _false,
     "signbit": _isignbit,

@@ -16,6 +16,8 @@ from __future__ import annotations
 
 import re
 
+from strata.codegen import triton_erfcx, triton_special_loops
+from strata.codegen.triton_bits import HELPERS as BIT_HELPERS
 from strata.dialects import philox
 
 
@@ -69,6 +71,7 @@ def _f64_unary(name: str, body: str) -> str:
 
 
 PORTABLE: dict[str, str] = {
+    **BIT_HELPERS,  # gcd, nextafter, frexp (codegen/triton_bits.py)
     "signbit": _jit("_signbit(x)", """
 if x.dtype == tl.float64:
     bits = x.to(tl.int64, bitcast=True)
@@ -317,7 +320,14 @@ return r.to(x.dtype)
 """),
 }
 
-_CALL = re.compile(r"\b_(\w+)\(")
+# zeta and the orthogonal polynomials (codegen/triton_special_loops.py)
+PORTABLE.update(triton_special_loops.PORTABLE)
+INTERPRETER.update(triton_special_loops.INTERPRETER)
+# erfcx stands in for libdevice.erfcx (codegen/triton_erfcx.py)
+INTERPRETER.update(triton_erfcx.INTERPRETER)
+
+# helpers a text calls, or passes on (a tl.reduce combine function)
+_CALL = re.compile(r"\b_(\w+)\b")
 
 
 def helper_sources(names: set[str], device: str) -> list[str]:

@@ -18,6 +18,8 @@ from collections.abc import Callable
 import torch
 
 from strata.codegen.errors import CodegenError
+from strata.codegen.triton_bits import RULES as BIT_RULES
+from strata.codegen.triton_special_loops import NAMES as SPECIAL_LOOP_NAMES
 from strata.dialects.prim import ELEMENTWISE
 from strata.dialects.types import DTYPES
 
@@ -47,7 +49,7 @@ NATIVE = ("exp", "exp2", "log", "log2", "sin", "cos", "erf")
 RELAXED_NATIVE = ("exp", "exp2", "log", "log2")
 # Float-only prim ops that are libdevice functions of the same name.
 FLOAT_FUNCTIONS = (
-    "tan asin acos atan sinh cosh tanh asinh acosh atanh erfc erfinv lgamma expm1 log1p log10 "
+    "tan asin acos atan sinh cosh tanh asinh acosh atanh erfc erfcx erfinv lgamma expm1 log1p log10 "
     "atan2 hypot copysign"
 ).split()
 # libdevice functions by prim name; in the interpreter, which cannot call libdevice,
@@ -294,6 +296,7 @@ RULES: dict[str, Rule] = {
     "reciprocal": lambda o, t, a: _div(o, t, "1.0", a),
     "sigmoid": _sigmoid,
     "digamma": lambda o, t, a: o.helper("digamma", a),
+    **{n: (lambda n: lambda o, t, x, y: o.helper(n, x, y))(n) for n in SPECIAL_LOOP_NAMES},
     "neg": lambda o, t, a: f"-{a}",
     "abs": lambda o, t, a: a if t == "u8" else f"tl.abs({a})",
     "sign": _sign,
@@ -330,6 +333,7 @@ RULES: dict[str, Rule] = {
     "logical_and": _operator("&"),
     "logical_or": _operator("|"),
     "logical_xor": _operator("^"),
+    **BIT_RULES,
 }
 
 

@@ -43,6 +43,8 @@ from xdsl.irdl import (
 from xdsl.traits import Pure
 from xdsl.utils.exceptions import VerifyException
 
+from strata.dialects.prim_bits import BIT_OPS
+from strata.dialects.prim_special_loops import SPECIAL_LOOP_OPS
 from strata.dialects.types import (
     DTYPES,
     Dim,
@@ -181,6 +183,8 @@ ELEMENTWISE: dict[str, tuple[int, Callable[[str], bool], bool, Callable]] = {
             "digamma"
         ).split()
     },
+    # exp(x^2) erfc(x), by ATen's table of 100 polynomials (codegen/llvm_erfcx.py)
+    "erfcx": (1, _float_only, False, torch.special.erfcx),
     # unary, numeric
     "neg": (1, _numeric, False, torch.neg),
     "abs": (1, _numeric, False, torch.abs),
@@ -223,6 +227,10 @@ ELEMENTWISE: dict[str, tuple[int, Callable[[str], bool], bool, Callable]] = {
     "logical_and": (2, _bool_only, True, torch.logical_and),
     "logical_or": (2, _bool_only, True, torch.logical_or),
     "logical_xor": (2, _bool_only, True, torch.logical_xor),
+    # binary, with a per-element loop (zeta, orthogonal polynomials)
+    **SPECIAL_LOOP_OPS,
+    # on bits, or with a short integer loop (gcd, nextafter, frexp)
+    **BIT_OPS,
 }
 
 
@@ -792,75 +800,17 @@ class AddmmOp(TensorOp):
         return torch.addmm(bias, a, b)
 
 
-@irdl_op_definition
-class ConvolutionOp(TensorOp):
-    """A convolution of x [n, c, *spatial] with w [c_out, c / groups, *kernel] (no
-    bias, not transposed), with torch.convolution's stride, padding and dilation per
-    spatial dim: a library call (oneDNN, through torch)."""
-
-    name = "prim.convolution"
-    x = operand_def()
-    w = operand_def()
-    result = result_def()
-    stride = prop_def(DenseArrayBase)
-    padding = prop_def(DenseArrayBase)
-    dilation = prop_def(DenseArrayBase)
-    groups = prop_def(IntegerAttr)
-
-    def __init__(self, x: SSAValue, w: SSAValue, stride: Sequence[int], padding: Sequence[int], dilation: Sequence[int], groups: int):
-        props = {
-            "stride": ints_attr(stride),
-            "padding": ints_attr(padding),
-            "dilation": ints_attr(dilation),
-            "groups": IntegerAttr(groups, i64),
-        }
-        dims = _convolution_dims(x.type.dims, w.type.dims, stride, padding, dilation)
-        super().__init__(operands=[x, w], result_types=[x.type.with_dims(dims)], properties=props)
-
-    def infer_type(self) -> Attribute:
-        x, w = self.tensor(self.x), self.tensor(self.w)
-        dims = _convolution_dims(x.dims, w.dims, ints_of(self.stride), ints_of(self.padding), ints_of(self.dilation))
-        return x.with_dims(dims)
-
-    def verify_(self) -> None:
-        x, w = self.tensor(self.x), self.tensor(self.w)
-        spatial = x.rank - 2
-        groups = self.groups.value.data
-        if (
-            spatial < 1
-            or w.rank != x.rank
-            or x.dtype != w.dtype
-            or any(len(ints_of(a)) != spatial for a in (self.stride, self.padding, self.dilation))
-            or groups < 1
-            or not same_dims([x.dims[1]], [sym(w.dims[1]) * groups])
-        ):
-            raise VerifyException(f"prim.convolution: cannot convolve {x} with {w} in {groups} groups")
-        super().verify_()
-
-    def reference(self, x, w):
-        spatial = x.dim() - 2
-        return torch.convolution(
-            x, w, None, list(ints_of(self.stride)), list(ints_of(self.padding)), list(ints_of(self.dilation)),
-            False, [0] * spatial, self.groups.value.data,
-        )
-
-
-def _convolution_dims(x: Sequence[Dim], w: Sequence[Dim], stride, padding, dilation) -> list[Dim]:
-    """[n, c_out, *spatial]: each spatial size (in + 2p - d(k - 1) - 1) // s + 1."""
-    out: list[Dim] = [x[0], w[0]]
-    for size, k, s, p, d in zip(x[2:], w[2:], stride, padding, dilation):
-        n = sympy.floor((sym(size) + 2 * p - d * (sym(k) - 1) - 1) / s) + 1
-        out.append(int(n) if n.is_Integer else n)
-    return out
-
-
 VIEW_OPS = (BroadcastInDimOp, ReshapeOp, PermuteOp, SliceOp)
 
 from strata.dialects.prim_random import RANDOM_OPS  # noqa: E402  (it builds on the classes above)
+from strata.dialects.prim_convolution import ConvolutionOp, _convolution_dims  # noqa: E402, F401  (likewise)
 from strata.dialects.prim_convolution_backward import CONVOLUTION_BACKWARD_OPS  # noqa: E402  (likewise)
 from strata.dialects.prim_indexing import INDEXING_OPS  # noqa: E402  (likewise)
 from strata.dialects.prim_scan import SCAN_OPS  # noqa: E402  (likewise)
 from strata.dialects.prim_linalg import LINALG_OPS  # noqa: E402  (likewise)
+from strata.dialects.prim_linalg_solve import SOLVE_OPS  # noqa: E402  (likewise)
+from strata.dialects.prim_linalg_householder import HOUSEHOLDER_OPS  # noqa: E402  (likewise)
+from strata.dialects.prim_distance import DISTANCE_OPS  # noqa: E402  (likewise)
 from strata.dialects.prim_attention import ATTENTION_OPS  # noqa: E402  (likewise)
 
 LIBRARY_OPS = (MmOp, BmmOp, AddmmOp, ConvolutionOp, *ATTENTION_OPS)
@@ -888,6 +838,9 @@ Prim = Dialect(
         *INDEXING_OPS,
         *SCAN_OPS,
         *LINALG_OPS,
+        *SOLVE_OPS,
+        *HOUSEHOLDER_OPS,
+        *DISTANCE_OPS,
         *ATTENTION_OPS,
     ],
 )

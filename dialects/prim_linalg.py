@@ -62,12 +62,16 @@ class LapackOp(TensorOp):
         return self.expected_types()[0]
 
     def verify_(self) -> None:
-        expected = self.expected_types()
-        if len(expected) != len(self.results):
-            raise VerifyException(f"{self.name}: {len(self.results)} results, expected {len(expected)}")
-        for r, t in zip(self.results, expected):
-            if not types_match(r.type, t):
-                raise VerifyException(f"{self.name}: result type {r.type} does not match the inferred {t}")
+        check_result_types(self, self.expected_types())
+
+
+def check_result_types(op: TensorOp, expected: Sequence[TensorType]) -> None:
+    """A library op's results have the types its shape rule gives, one for one."""
+    if len(expected) != len(op.results):
+        raise VerifyException(f"{op.name}: {len(op.results)} results, expected {len(expected)}")
+    for r, t in zip(op.results, expected):
+        if not types_match(r.type, t):
+            raise VerifyException(f"{op.name}: result type {r.type} does not match the inferred {t}")
 
 
 def _flag(v: bool) -> IntegerAttr:

@@ -31,8 +31,10 @@ from strata.dialects import kernel as kd
 from strata.dialects.context import strata_context
 from strata.frontend import logs
 from strata.frontend import report as reports
+from strata.frontend.effects import with_tokens
 from strata.frontend.errors import CompileError, describe_failure, describe_kernel_failure, failing_op
 from strata.frontend.importer import UnsupportedGraph, import_graph
+from strata.frontend.storage_offsets import guarded
 from strata.frontend.trace import Trace
 from strata.passes.decompose import recording_declines
 from strata.passes.fusion.traffic import graph_bytes, program_bytes
@@ -255,7 +257,9 @@ def _compile(gm, example_inputs, options, number: int, compile_id: str | None, k
         report.total_s = time.perf_counter() - started
         reports.publish(report)
     call = _on_device(graph_outputs(compiled, imported), example_inputs, device)
-    return _boxed(cuda_graphs.wrap(call, device, kind) if options["triton.cudagraphs"] else call)
+    call = with_tokens(call, imported.effect_tokens)  # before _on_device reads the args
+    call = cuda_graphs.wrap(call, device, kind) if options["triton.cudagraphs"] else call
+    return _boxed(guarded(call, gm))  # eager where as_strided's input moved in its storage
 
 
 def _on_device(call: Callable[[list], list], example_inputs: Sequence[Any], device: torch.device) -> Callable[[list], list]:

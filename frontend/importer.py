@@ -27,6 +27,7 @@ from xdsl.ir import Attribute, Block, Region, SSAValue
 from strata.dialects import aten
 from strata.dialects.prim import dims_attr
 from strata.dialects.types import TensorType, dtype_name, from_torch_sympy
+from strata.frontend.storage_offsets import storage_offset_attr
 from strata.passes.infer_shapes import TRACED
 from strata.passes.provenance import parse_source
 
@@ -46,6 +47,8 @@ class ImportedGraph:
     # None is None (a gradient nobody asked for); a sympy expression is a size that
     # the caller evaluates from the inputs' sizes (AOTAutograd saves sizes for backward).
     outputs: list[int | None | sympy.Expr] = field(default_factory=list)
+    # The arguments that are effect tokens, None at run time (frontend/effects.py).
+    effect_tokens: list[int] = field(default_factory=list)
 
 
 def tensor_type_of(val: Any) -> TensorType:
@@ -91,7 +94,7 @@ def import_graph(gm: torch.fx.GraphModule) -> ImportedGraph:
             raise UnsupportedGraph("an int graph input without a symbolic size")
         else:
             arg_types.append(tensor_type_of(val))
-            arg_attrs.append(DictionaryAttr({"strata.strides": _strides_attr(val)}))
+            arg_attrs.append(DictionaryAttr({"strata.strides": _strides_attr(val), **storage_offset_attr(n)}))
             arg_symbols.append(None)
 
     block = Block(arg_types=arg_types)
@@ -128,7 +131,9 @@ def import_graph(gm: torch.fx.GraphModule) -> ImportedGraph:
     )
     fn.attributes["strata.device"] = StringAttr(_graph_device([*placeholders, *gm.graph.nodes]))
     fn.attributes[TRACED] = UnitAttr()  # infer-shapes keeps the types torch traced
-    return ImportedGraph(ModuleOp([fn]), constants, arg_symbols, output_spec)
+    from strata.frontend.effects import token_positions
+
+    return ImportedGraph(ModuleOp([fn]), constants, arg_symbols, output_spec, token_positions(placeholders))
 
 
 def _graph_device(nodes) -> str:
@@ -171,6 +176,10 @@ def _import_call(builder: Builder, env: dict, n: torch.fx.Node) -> None:
         return
     if isinstance(val, torch.SymInt | torch.SymFloat | torch.SymBool | int | float):
         return  # size arithmetic: consumers read the expression from meta["val"]
+    if n.target is torch.ops.higher_order.with_effects:  # an effect token threaded through
+        from strata.frontend.effects import import_effect
+
+        return import_effect(builder, env, n, _source_of(n))
     if not isinstance(n.target, torch._ops.OpOverload):
         raise UnsupportedGraph(f"call of {n.target}, which is not an ATen overload")
 

@@ -394,21 +394,21 @@ def _static_library_call(op: PrimOp, memory_format: torch.memory_format) -> Call
     if isinstance(op, prim.AddmmOp):
         return torch.addmm
     if isinstance(op, prim.ConvolutionOp):
-        stride, padding, dilation = (list(prim.ints_of(a)) for a in (op.stride, op.padding, op.dilation))
-        groups = op.groups.value.data
-        output_padding = [0] * len(stride)
+        stride, padding, dilation, transposed, output_padding, groups = op.params()
         if memory_format == torch.channels_last:
             # NHWC in and out (passes/fusion/layouts.py): the weight is converted on each
             # call (a parameter may change between calls), and so is an input no kernel
             # made (a graph argument): oneDNN's NHWC convolution gains more than that costs.
-            def nhwc(x, w):
+            def nhwc(x, w, bias=None):
                 x = x.contiguous(memory_format=memory_format)
                 w = w.contiguous(memory_format=memory_format)
-                out = torch.convolution(x, w, None, stride, padding, dilation, False, output_padding, groups)
+                out = torch.convolution(x, w, bias, stride, padding, dilation, transposed, output_padding, groups)
                 return out.contiguous(memory_format=memory_format)
 
             return nhwc
-        return lambda x, w: torch.convolution(x, w, None, stride, padding, dilation, False, output_padding, groups).contiguous()
+        return lambda x, w, bias=None: torch.convolution(
+            x, w, bias, stride, padding, dilation, transposed, output_padding, groups
+        ).contiguous()
     if isinstance(op, ScaledDotProductAttentionOp):
         scale = op.scale.value.data if op.scale is not None else None
         causal = bool(op.is_causal.value.data)

@@ -20,6 +20,7 @@ from xdsl.dialects.builtin import ArrayAttr, DictionaryAttr, IntegerAttr, String
 from xdsl.ir import Attribute, Operation, SSAValue
 
 from strata.dialects import aten
+from strata.dialects.prim_special_loops import SPECIAL_LOOP_OPS
 from strata.dialects.types import DTYPES, Dim, TensorType, concrete, is_float, sym, symbol
 from strata.testing.graphs import (
     FLOAT_DTYPES,
@@ -52,8 +53,8 @@ HINTS = {"s0": 5, "s1": 7}
 # f32 programs keep them all: there a pass computes in the same precision as eager.
 AMPLIFYING = frozenset(
     "exp exp2 expm1 sinh cosh pow sin cos tan log log2 log10 log1p asin acos atanh acosh "
-    "erfinv digamma lgamma floor ceil round trunc remainder fmod floordiv sign".split()
-)
+    "erfinv erfcx digamma lgamma floor ceil round trunc remainder fmod floordiv sign".split()
+) | frozenset(SPECIAL_LOOP_OPS)  # zeta and the orthogonal polynomials: both kinds
 
 
 class AtenGraph(GraphBuilder):

@@ -214,6 +214,10 @@ def _zoo_prim_op(draw, palette: Palette, block: Block, cls: type[Operation]) -> 
         if cls is prim_linalg.EighOp:
             return cls(square, draw(st.booleans()), draw(st.booleans()))
         return cls(square)
+    from strata.testing.op_zoo_linalg import ZOO_LINALG_OPS, zoo_linalg_op
+
+    if cls in ZOO_LINALG_OPS:
+        return zoo_linalg_op(draw, cls, arg, zoo_dims)
     from strata.dialects import prim_convolution_backward, prim_random
 
     if cls is prim_random.RandomSeedOp:

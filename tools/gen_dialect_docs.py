@@ -279,6 +279,29 @@ def prim_examples() -> dict[type, str]:
     add(lambda a: prim_linalg.SlogdetOp(a[0]), t([2, 4, 4]))
     add(lambda a: prim_linalg.QrOp(a[0], "reduced"), t([4, "s0"]))
     add(lambda a: prim_linalg.PinvOp(a[0], a[1], None, False), t([2, 4, "s0"]), t([2]))
+    from strata.dialects import prim_distance, prim_linalg_householder, prim_linalg_solve
+
+    sq, rhs, piv = t([2, "s0", "s0"]), t([2, "s0", 3]), t([2, "s0"], "i32")
+    add(lambda a: prim_linalg_solve.LuFactorOp(a[0], pivot=True, check_errors=False), t([2, 4, "s0"]))
+    add(lambda a: prim_linalg_solve.LuOp(a[0], pivot=True), t([2, 4, "s0"]))
+    add(lambda a: prim_linalg_solve.LuUnpackOp(*a, unpack_data=True, unpack_pivots=True), sq, piv)
+    add(lambda a: prim_linalg_solve.LuSolveOp(*a, left=True, adjoint=False), sq, piv, rhs)
+    add(lambda a: prim_linalg_solve.InvOp(a[0], check_errors=False), sq)
+    add(lambda a: prim_linalg_solve.SolveOp(*a, left=True, check_errors=False), sq, t(["s0", 3]))
+    add(lambda a: prim_linalg_solve.CholeskyOp(a[0], upper=False, check_errors=False), sq)
+    add(lambda a: prim_linalg_solve.CholeskyInverseOp(a[0], upper=False), sq)
+    add(lambda a: prim_linalg_solve.CholeskySolveOp(*a, upper=False), rhs, sq)
+    add(lambda a: prim_linalg_solve.LdlFactorOp(a[0], hermitian=False, check_errors=False), sq)
+    add(lambda a: prim_linalg_solve.LdlSolveOp(*a, hermitian=False), sq, piv, rhs)
+    add(lambda a: prim_linalg_solve.SolveTriangularOp(*a, upper=True, left=True, unitriangular=False), sq, rhs)
+    add(lambda a: prim_linalg_solve.TriangularSolveOp(*a, upper=True, transpose=False, unitriangular=False), rhs, sq)
+    add(lambda a: prim_linalg_solve.MatrixExpOp(a[0]), t([2, 4, 4], "f16"))
+    add(lambda a: prim_linalg_solve.LinalgCheckErrorsOp(*a, "linalg.inv", False), t([0]), t([2], "i32"))
+    add(lambda a: prim_linalg_householder.GeqrfOp(a[0]), t([2, 4, "s0"]))
+    add(lambda a: prim_linalg_householder.OrmqrOp(*a, left=True, transpose=False), t([4, "s0"]), t(["Min(4, s0)"]), t([4, 3]))
+    add(lambda a: prim_linalg_householder.HouseholderProductOp(*a), t([4, 3]), t([2]))
+    add(lambda a: prim_distance.CdistOp(*a, 2.0, None), t([2, 4, "s0"]), t([5, "s0"]))
+    add(lambda a: prim_distance.PdistOp(a[0], 2.0), t(["s0", 3]))
     return examples
 
 

@@ -1,5 +1,5 @@
-"""Convolutions → prim.convolution (a library call), the bias as an elementwise add
-that fuses into the next kernel; batch norm in inference → a per-channel scale and
+"""Convolutions, plain and transposed → prim.convolution (a library call), the bias of
+an f32/f64 one as an elementwise add that fuses into the next kernel; batch norm in inference → a per-channel scale and
 shift, computed as eager's CPU kernel does, which fuses with what surrounds it."""
 
 from __future__ import annotations
@@ -36,18 +36,24 @@ def _per_channel(b: PrimBuilder, v: SSAValue, dims: Sequence, dtype: str) -> SSA
 def convolution(op: AtenOp, b: PrimBuilder) -> SSAValue:
     x, w, bias = b.arg("input"), b.arg("weight"), b.arg("bias")
     t = tensor_of(x)
-    if b.arg("transposed"):
-        raise Decline("transposed convolutions run eagerly")
-    if not is_float(t.dtype) or tensor_of(w).dtype != t.dtype or t.rank < 3:
-        raise Decline("a convolution of floats, [n, c, *spatial]")
-    if bias is not None and t.dtype in ("f16", "bf16"):
-        # eager adds the bias before rounding; a product rounded to f16 and then added
-        # to rounds twice (the OpInfo sweep's conv2d/conv3d in f16): torch's kernel runs
-        raise Decline("a half-precision convolution with a bias (added before rounding in eager)")
-    stride, padding, dilation = (_ints(b.arg(n), n) for n in ("stride", "padding", "dilation"))
+    if t.dtype not in ("f32", "f64", "f16", "bf16", "i64") or t.rank < 3:
+        raise Decline("a convolution of f32, f64, f16, bf16 or i64 (as eager's CPU kernels), [n, c, *spatial]")
+    if tensor_of(w).dtype != t.dtype or (bias is not None and tensor_of(bias).dtype != t.dtype):
+        raise Decline("a convolution of operands of different dtypes")
+    stride, padding, dilation, output_padding = (
+        _ints(b.arg(n), n) for n in ("stride", "padding", "dilation", "output_padding")
+    )
     groups = _ints([b.arg("groups")], "groups")[0]
-    out = b.add(prim.ConvolutionOp(x, w, stride, padding, dilation, groups))
-    if bias is not None:
+    transposed = bool(b.arg("transposed"))
+    # f32 and f64: the bias as an add that fuses into the next kernel (the sum rounds
+    # once either way). f16/bf16: eager adds it before rounding the result, so it is
+    # an operand of the call (a product rounded to f16 and then added to rounds twice).
+    inside = bias is not None and t.dtype not in ("f32", "f64")
+    out = b.add(prim.ConvolutionOp(
+        x, w, stride, padding, dilation, groups,
+        bias=bias if inside else None, transposed=transposed, output_padding=output_padding,
+    ))
+    if bias is not None and not inside:
         out = b.ew("add", out, _per_channel(b, bias, b.out().dims, t.dtype))
     return out
 

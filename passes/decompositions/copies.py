@@ -7,7 +7,7 @@ as_strided reads its input's storage, which values do not have. It is expressibl
 only where the storage is known to be the input's elements in row-major order: a
 graph argument with contiguous strides. as_strided and as_strided_copy address the
 storage from its start (a given storage_offset) or from the input's own offset, which
-the compiled graph does not know; so those stay eager except without a storage_offset.
+the importer records where a storage_offset is given (frontend/storage_offsets.py).
 as_strided_scatter writes into a clone of its input, whose storage starts at it.
 """
 
@@ -24,6 +24,7 @@ from strata.dialects.aten import AtenOp
 from strata.dialects.prim import dims_of
 from strata.dialects.prim_indexing import ScatterOp
 from strata.dialects.types import Dim, numel, sym
+from strata.frontend.storage_offsets import STORAGE_OFFSET
 from strata.passes.decompositions.builder import Decline, PrimBuilder, tensor_of, wrap_dim
 from strata.passes.decompositions.indexing import clamp_index, positions, read_at, take
 from strata.passes.decompositions.rules import decomposes
@@ -170,19 +171,36 @@ def _extent(size: Sequence[int], stride: Sequence[int], offset: int) -> int:
 def as_strided(op: AtenOp, b: PrimBuilder) -> SSAValue:
     x = b.arg("self")
     t, out = tensor_of(x), b.out()
-    if b.arg("storage_offset") is not None:
-        raise Decline("as_strided at a storage offset: the input's own offset in its storage is unknown")
     if not _contiguous_argument(x):
         raise Decline("as_strided of a tensor whose storage layout is unknown")
+    # A storage_offset counts from the storage's start: from x's own, known where the
+    # importer recorded it (the compiled graph then checks it on each call).
+    start = 0
+    if b.arg("storage_offset") is not None:
+        own = _recorded_storage_offset(x)
+        if own is None or not isinstance(b.arg("storage_offset"), int):
+            raise Decline("as_strided at a storage offset: the input's own offset in its storage is unknown")
+        start = b.arg("storage_offset") - own
+        if start < 0:
+            raise Decline("as_strided reads the storage before the input's elements")
     size, stride = list(b.arg("size")), list(b.arg("stride"))
     n = numel(t.dims)
     if not isinstance(n, int):
         raise Decline("as_strided of a symbolic shape")
-    if _extent(size, stride, 0) > n:
+    if _extent(size, stride, start) > n:
         raise Decline("as_strided reads beyond the input's elements")
     if any(v == 0 for v in size):
         return b.full(out.dims, 0, out.dtype)
-    return take(b, b.reshape(x, [n]), 0, _strided_positions(b, size, stride, 0))
+    return take(b, b.reshape(x, [n]), 0, _strided_positions(b, size, stride, start))
+
+
+def _recorded_storage_offset(x: SSAValue) -> int | None:
+    """The storage offset the importer recorded for graph argument x (see
+    frontend/storage_offsets.py), or None."""
+    fn = x.owner.parent_op()
+    attrs = fn.arg_attrs.data[x.index].data if fn.arg_attrs is not None else {}
+    attr = attrs.get(STORAGE_OFFSET)
+    return attr.value.data if attr is not None else None
 
 
 @decomposes("aten::as_strided_scatter")

@@ -36,9 +36,9 @@ for _name in (
 
 decomposes("aten::neg")(_unary("neg", "DEFAULT"))
 decomposes("aten::abs")(_unary("abs", "COMPLEX_TO_FLOAT"))
-decomposes("aten::sign")(_unary("sign", "DEFAULT"))
+# aten::sign, signbit and hardtanh: elementwise_extra.py (bool and integer inputs).
 decomposes("aten::bitwise_not")(_unary("bitwise_not", "DEFAULT"))
-for _name in ("isnan", "isinf", "signbit"):
+for _name in ("isnan", "isinf"):
     decomposes(f"aten::{_name}")(_unary(_name, "ALWAYS_BOOL"))
 
 
@@ -371,13 +371,6 @@ def clamp_min(op: AtenOp, b: PrimBuilder) -> SSAValue:
 @decomposes("aten::clamp_max", "aten::clamp_max.Tensor")
 def clamp_max(op: AtenOp, b: PrimBuilder) -> SSAValue:
     return _clamp(b, None, b.arg("max"))
-
-
-@decomposes("aten::hardtanh")
-def hardtanh(op: AtenOp, b: PrimBuilder) -> SSAValue:
-    if not is_float(tensor_of(b.arg("self")).dtype):
-        raise Decline("hardtanh takes floating inputs")
-    return _clamp(b, b.arg("min_val"), b.arg("max_val"))
 
 
 @decomposes("aten::nan_to_num")

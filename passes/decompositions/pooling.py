@@ -303,36 +303,38 @@ def adaptive_avg_pool(op: AtenOp, b: PrimBuilder) -> SSAValue:
     return b.convert(total, out.dtype)
 
 
-@decomposes("aten::adaptive_max_pool2d")
-def adaptive_max_pool2d(op: AtenOp, b: PrimBuilder) -> Sequence[SSAValue]:
+@decomposes("aten::adaptive_max_pool2d", "aten::adaptive_max_pool3d")
+def adaptive_max_pool(op: AtenOp, b: PrimBuilder) -> Sequence[SSAValue]:
     """Output (oh, ow) is the maximum of input rows [floor(oh·H/OH), ceil((oh+1)·H/OH))
-    and columns likewise, its taps walked in row-major order as eager's CPU kernel
-    walks them: a tap replaces the running maximum (from -inf) where it is greater or
-    NaN, and the index (row · W + column) starts at the window's first element."""
+    and columns likewise (and depths, in 3-d), its taps walked in row-major order as
+    eager's CPU kernel walks them: a tap replaces the running maximum (from -inf) where
+    it is greater or NaN, and the index (flat in the plane or volume) starts at the
+    window's first element."""
+    n = 3 if op.overload_name == "aten::adaptive_max_pool3d" else 2
     x = b.arg("self")
     t, out = tensor_of(x), b.out()
-    if not is_float(t.dtype) or t.rank not in (3, 4):
-        raise Decline("adaptive max pooling of integers (an error in eager) or of rank other than 3, 4")
-    if any(not isinstance(n, int) for n in (*t.dims[-2:], *out.dims[-2:])):
+    if not is_float(t.dtype) or t.rank not in (n + 1, n + 2):
+        raise Decline(f"adaptive max pooling of integers (an error in eager) or of rank other than {n + 1}, {n + 2}")
+    if any(not isinstance(m, int) for m in (*t.dims[-n:], *out.dims[-n:])):
         raise Decline("adaptive max pooling of symbolic sizes")
     dims = list(out.dims)
-    if any(sym(n) == 0 for n in dims):
+    if any(sym(m) == 0 for m in dims):
         return [b.full(dims, 0, t.dtype), b.full(dims, 0, "i64")]
-    if any(sym(n) == 0 for n in t.dims):
+    if any(sym(m) == 0 for m in t.dims):
         raise Decline("adaptive pooling of an empty input is an error in eager")
-    sizes = list(zip(t.dims[-2:], out.dims[-2:]))
-    windows = [max(-(-(o + 1) * n // m) - (o * n // m) for o in range(m)) for n, m in sizes]
+    sizes = list(zip(t.dims[-n:], out.dims[-n:]))
+    windows = [max(-(-(o + 1) * i // m) - (o * i // m) for o in range(m)) for i, m in sizes]
     if math.prod(windows) > MAX_TAPS:
         raise Decline(f"adaptive pooling windows of {math.prod(windows)} taps")
-    axes = [t.rank - 2, t.rank - 1]
+    axes = list(range(t.rank - n, t.rank))
     bounds = []
-    for axis, (n, m) in zip(axes, sizes):
+    for axis, (i, m) in zip(axes, sizes):
         o = positions(b, dims, axis)
-        start = b.ew("floordiv", b.ew("mul", o, b.constant_like(o, n)), b.constant_like(o, m))
-        end = b.ew("floordiv", b.ew("add", b.ew("mul", o, b.constant_like(o, n)), b.constant_like(o, n + m - 1)), b.constant_like(o, m))
+        start = b.ew("floordiv", b.ew("mul", o, b.constant_like(o, i)), b.constant_like(o, m))
+        end = b.ew("floordiv", b.ew("add", b.ew("mul", o, b.constant_like(o, i)), b.constant_like(o, i + m - 1)), b.constant_like(o, m))
         bounds.append((start, end))
-    width = t.dims[-1]
-    index = _flat(b, [start for start, _ in bounds], [None, width])
+    extents = list(t.dims[-n:])
+    index = _flat(b, [start for start, _ in bounds], extents)
     best = b.full(dims, float("-inf"), t.dtype)
     for offsets in itertools.product(*(range(w) for w in windows)):
         coords, inside = [], None
@@ -344,7 +346,7 @@ def adaptive_max_pool2d(op: AtenOp, b: PrimBuilder) -> Sequence[SSAValue]:
         v = read_at(b, x, dict(zip(axes, coords)), dims)
         take = b.ew("logical_and", inside, b.ew("logical_or", b.ew("gt", v, best), b.ew("isnan", v)))
         best = b.where(take, v, best)
-        index = b.where(take, _flat(b, coords, [None, width]), index)
+        index = b.where(take, _flat(b, coords, extents), index)
     return [best, index]
 
 
