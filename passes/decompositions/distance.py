@@ -8,14 +8,14 @@ from __future__ import annotations
 
 import math
 
-import torch
 from xdsl.ir import SSAValue
 from xdsl.utils.exceptions import VerifyException
 
 from strata.dialects.aten import AtenOp
 from strata.dialects.prim_linalg_solve import broadcast_batch
-from strata.dialects.types import DTYPES, is_float, sym
-from strata.passes.decompositions.builder import Decline, PrimBuilder, accumulator, promote, tensor_of
+from strata.dialects.types import is_float, sym
+from strata.passes.decompositions.builder import Decline, PrimBuilder, promote, tensor_of
+from strata.passes.decompositions.norms import p_norm
 from strata.passes.decompositions.rules import decomposes
 
 
@@ -48,21 +48,4 @@ def dist(op: AtenOp, b: PrimBuilder) -> SSAValue:
         v = b.ew("ne", diff, b.constant_like(diff, 0)) if p == 0 else b.ew("abs", diff)
         return b.reshape(b.convert(v, result), [])
 
-    acc = accumulator(result)
-    v = b.convert(diff, acc)
-    every = list(range(len(dims)))
-    if p == 0:
-        r = b.reduce("sum", b.convert(b.ew("ne", v, b.constant_like(v, 0)), acc), every)
-    elif p == 1:
-        r = b.reduce("sum", b.ew("abs", v), every)
-    elif p == 2:
-        r = b.ew("sqrt", b.reduce("sum", b.ew("mul", v, v), every))
-    elif math.isinf(p):
-        r = b.reduce("amax" if p > 0 else "amin", b.ew("abs", v), every)
-    else:
-        # ATen's NormOps: the order held in the accumulator dtype, its inverse too.
-        p_acc = torch.tensor(p, dtype=DTYPES[acc])
-        powered = b.ew("pow", b.ew("abs", v), b.constant_like(v, p_acc.item()))
-        s = b.reduce("sum", powered, every)
-        r = b.ew("pow", s, b.constant_like(s, (1 / p_acc).item()))
-    return b.reshape(b.convert(r, result), [])
+    return b.reshape(b.convert(p_norm(b, diff, p, list(range(len(dims))), result), result), [])

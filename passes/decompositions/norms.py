@@ -51,22 +51,25 @@ def linalg_vector_norm(op: AtenOp, b: PrimBuilder) -> SSAValue:
     if any(s == 0 for s in sizes) and (p < 0 or math.isinf(p)):
         raise Decline(f"the {p} norm over an empty dim is an error in eager")
 
-    acc = accumulator(out.dtype)
+    return b.reshape(b.convert(p_norm(b, x, p, dims, out.dtype), out.dtype), out.dims)
+
+
+def p_norm(b: PrimBuilder, x: SSAValue, p: float, dims: list[int], dtype: str) -> SSAValue:
+    """The p-norm of x over dims, in the accumulator dtype of `dtype` (ATen's NormOps)."""
+    acc = accumulator(dtype)
     v = b.convert(x, acc)
     if p == 0:
         nonzero = b.convert(b.ew("ne", v, b.constant_like(v, 0)), acc)
-        r = b.reduce("sum", nonzero, dims)
-    elif p == 1:
-        r = b.reduce("sum", b.ew("abs", v), dims)
-    elif p == 2:
-        r = b.ew("sqrt", b.reduce("sum", b.ew("mul", v, v), dims))
-    elif math.isinf(p):
-        r = b.reduce("amax" if p > 0 else "amin", b.ew("abs", v), dims)
-    else:
-        # ATen's NormOps: the order held in the accumulator dtype, its inverse too.
-        p_acc = torch.tensor(p, dtype=DTYPES[acc])
-        inverse = (1 / p_acc).item()
-        powered = b.ew("pow", b.ew("abs", v), b.constant_like(v, p_acc.item()))
-        s = b.reduce("sum", powered, dims)
-        r = b.ew("pow", s, b.constant_like(s, inverse))
-    return b.reshape(b.convert(r, out.dtype), out.dims)
+        return b.reduce("sum", nonzero, dims)
+    if p == 1:
+        return b.reduce("sum", b.ew("abs", v), dims)
+    if p == 2:
+        return b.ew("sqrt", b.reduce("sum", b.ew("mul", v, v), dims))
+    if math.isinf(p):
+        return b.reduce("amax" if p > 0 else "amin", b.ew("abs", v), dims)
+    # the order held in the accumulator dtype, its inverse too
+    p_acc = torch.tensor(p, dtype=DTYPES[acc])
+    inverse = (1 / p_acc).item()
+    powered = b.ew("pow", b.ew("abs", v), b.constant_like(v, p_acc.item()))
+    s = b.reduce("sum", powered, dims)
+    return b.ew("pow", s, b.constant_like(s, inverse))
