@@ -18,6 +18,7 @@ from xdsl.ir import Operation, OpResult, SSAValue
 from strata.codegen.errors import CodegenError
 from strata.codegen.llvm_dtypes import dtype_of, itemsize
 from strata.codegen.llvm_special_loops import SPECIAL_LOOP_EMITTERS
+from strata.codegen.llvm_igamma import IGAMMA_EMITTERS
 from strata.codegen.llvm_vmath import FUNCTIONS as VECTOR_MATH
 from strata.dialects.kernel import FuncOp, IndexedOp, LoadOp, ReduceOp, StoreOp
 from strata.dialects.kernel_random import PhiloxOp
@@ -107,7 +108,7 @@ def _exact_reciprocal(v: SSAValue) -> bool:
 
 _LIBM = set(
     "expm1 log1p tan asin acos atan sinh cosh tanh asinh acosh atanh erf erfc erfcx lgamma atan2 hypot erfinv digamma sin cos".split()
-) | set(SPECIAL_LOOP_EMITTERS)
+) | set(SPECIAL_LOOP_EMITTERS) | set(IGAMMA_EMITTERS)
 
 
 @dataclass

@@ -24,6 +24,7 @@ from strata.codegen.llvm_math import F64, call_libm, digamma, erfinv, int_pow
 from strata.codegen.llvm_erfcx import emit_erfcx
 from strata.codegen.llvm_bits import BIT_FLOAT_EMITTERS, BIT_INT_EMITTERS
 from strata.codegen.llvm_special_loops import SPECIAL_LOOP_EMITTERS
+from strata.codegen.llvm_igamma import IGAMMA_EMITTERS
 from strata.codegen.llvm_vmath import call_vector_math, has_vector_math
 from strata.dialects.prim import ELEMENTWISE
 from strata.dialects.types import is_float
@@ -188,6 +189,7 @@ FLOAT_OPS: dict[str, Emitter] = {
     "digamma": _in_f64(digamma),
     "erfcx": emit_erfcx,
     **SPECIAL_LOOP_EMITTERS,
+    **IGAMMA_EMITTERS,
     **BIT_FLOAT_EMITTERS,
     **{name: _fcmp(op) for name, op in COMPARISONS.items()},
 }

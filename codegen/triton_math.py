@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import re
 
-from strata.codegen import triton_erfcx, triton_special_loops
+from strata.codegen import triton_erfcx, triton_igamma, triton_special_loops
 from strata.codegen.triton_bits import HELPERS as BIT_HELPERS
 from strata.dialects import philox
 
@@ -323,6 +323,9 @@ return r.to(x.dtype)
 # zeta and the orthogonal polynomials (codegen/triton_special_loops.py)
 PORTABLE.update(triton_special_loops.PORTABLE)
 INTERPRETER.update(triton_special_loops.INTERPRETER)
+# igamma and igammac (codegen/triton_igamma.py)
+PORTABLE.update(triton_igamma.PORTABLE)
+INTERPRETER.update(triton_igamma.INTERPRETER)
 # erfcx stands in for libdevice.erfcx (codegen/triton_erfcx.py)
 INTERPRETER.update(triton_erfcx.INTERPRETER)
 

@@ -20,6 +20,7 @@ import torch
 from strata.codegen.errors import CodegenError
 from strata.codegen.triton_bits import RULES as BIT_RULES
 from strata.codegen.triton_special_loops import NAMES as SPECIAL_LOOP_NAMES
+from strata.codegen.triton_igamma import NAMES as IGAMMA_NAMES
 from strata.dialects.prim import ELEMENTWISE
 from strata.dialects.types import DTYPES
 
@@ -297,6 +298,7 @@ RULES: dict[str, Rule] = {
     "sigmoid": _sigmoid,
     "digamma": lambda o, t, a: o.helper("digamma", a),
     **{n: (lambda n: lambda o, t, x, y: o.helper(n, x, y))(n) for n in SPECIAL_LOOP_NAMES},
+    **{n: (lambda n: lambda o, t, a, x: o.helper(n, a, x))(n) for n in IGAMMA_NAMES},
     "neg": lambda o, t, a: f"-{a}",
     "abs": lambda o, t, a: a if t == "u8" else f"tl.abs({a})",
     "sign": _sign,

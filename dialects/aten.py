@@ -172,6 +172,10 @@ def decode(attr: Attribute, kind: str, bindings: dict[str, int] | None = None) -
             return torch.device(attr.data)
         if base == "str":
             return attr.data
+        if bindings is not None and base in ("Scalar", "float"):
+            from strata.runtime.data_dependent import scalar_value  # a float item() may be in it
+
+            return scalar_value(sym(attr.data), bindings)
         return concrete([sym(attr.data)], bindings)[0] if bindings is not None else sym(attr.data)
     if isinstance(attr, IntegerAttr):
         v = attr.value.data

@@ -45,6 +45,7 @@ from xdsl.utils.exceptions import VerifyException
 
 from strata.dialects.prim_bits import BIT_OPS
 from strata.dialects.prim_special_loops import SPECIAL_LOOP_OPS
+from strata.dialects.prim_igamma import IGAMMA_OPS
 from strata.dialects.types import (
     DTYPES,
     Dim,
@@ -229,6 +230,8 @@ ELEMENTWISE: dict[str, tuple[int, Callable[[str], bool], bool, Callable]] = {
     "logical_xor": (2, _bool_only, True, torch.logical_xor),
     # binary, with a per-element loop (zeta, orthogonal polynomials)
     **SPECIAL_LOOP_OPS,
+    # the regularized incomplete gamma functions, by ATen's series (prim_igamma.py)
+    **IGAMMA_OPS,
     # on bits, or with a short integer loop (gcd, nextafter, frexp)
     **BIT_OPS,
 }
@@ -812,6 +815,8 @@ from strata.dialects.prim_linalg_solve import SOLVE_OPS  # noqa: E402  (likewise
 from strata.dialects.prim_linalg_householder import HOUSEHOLDER_OPS  # noqa: E402  (likewise)
 from strata.dialects.prim_distance import DISTANCE_OPS  # noqa: E402  (likewise)
 from strata.dialects.prim_attention import ATTENTION_OPS  # noqa: E402  (likewise)
+from strata.dialects.prim_complex import COMPLEX_OPS  # noqa: E402  (likewise)
+from strata.dialects.prim_data_dependent import DATA_DEPENDENT_OPS  # noqa: E402  (likewise)
 
 LIBRARY_OPS = (MmOp, BmmOp, AddmmOp, ConvolutionOp, *ATTENTION_OPS)
 
@@ -842,5 +847,7 @@ Prim = Dialect(
         *HOUSEHOLDER_OPS,
         *DISTANCE_OPS,
         *ATTENTION_OPS,
+        *COMPLEX_OPS,
+        *DATA_DEPENDENT_OPS,
     ],
 )

@@ -45,10 +45,17 @@ DTYPES: dict[str, torch.dtype] = {
     "i64": torch.int64,
     "u8": torch.uint8,
     "i1": torch.bool,
+    # Complex values exist at the aten level only: decompose represents a complex
+    # tensor of dims S as a real one of dims S + [2] (view_as_real's layout; see
+    # passes/decompositions/complex_values.py), so prim, kernels and code see reals.
+    "c64": torch.complex64,
+    "c128": torch.complex128,
 }
 TORCH_TO_DTYPE = {v: k for k, v in DTYPES.items()}
 FLOAT_DTYPES = frozenset({"f16", "bf16", "f32", "f64"})
 INT_DTYPES = frozenset({"i8", "i16", "i32", "i64", "u8"})
+# Each complex dtype with the real dtype of its two parts.
+COMPLEX_DTYPES = {"c64": "f32", "c128": "f64"}
 
 Dim = int | sympy.Expr
 
@@ -86,7 +93,7 @@ def scalar_dtype(t: Attribute) -> str:
     if isinstance(t, IndexType):
         return "i64"
     for name in DTYPES:
-        if scalar_type(name) == t:
+        if name not in COMPLEX_DTYPES and scalar_type(name) == t:
             return name
     raise ValueError(f"not a strata scalar type: {t}")
 

@@ -258,7 +258,12 @@ def _compile(gm, example_inputs, options, number: int, compile_id: str | None, k
         reports.publish(report)
     call = _on_device(graph_outputs(compiled, imported), example_inputs, device)
     call = with_tokens(call, imported.effect_tokens)  # before _on_device reads the args
-    call = cuda_graphs.wrap(call, device, kind) if options["triton.cudagraphs"] else call
+    # A graph that reads data to size or fill what follows (nonzero, item()) syncs
+    # with the host on each call: no CUDA graph can record that, as in Inductor.
+    from strata.runtime.data_dependent import reads_data_on_host
+
+    if options["triton.cudagraphs"] and not reads_data_on_host(module):
+        call = cuda_graphs.wrap(call, device, kind)
     return _boxed(guarded(call, gm))  # eager where as_strided's input moved in its storage
 
 

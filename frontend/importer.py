@@ -174,6 +174,13 @@ def _import_call(builder: Builder, env: dict, n: torch.fx.Node) -> None:
     if n.target is operator.getitem:
         env[n] = env[n.args[0]][n.args[1]]
         return
+    from strata.frontend.data_dependent import TARGETS, UnsupportedValue, import_data_dependent
+
+    if n.target in TARGETS:  # item() and torch's checks on unbacked values
+        try:
+            return import_data_dependent(builder, env, n, _source_of(n))
+        except UnsupportedValue as e:
+            raise UnsupportedGraph(str(e)) from None
     if isinstance(val, torch.SymInt | torch.SymFloat | torch.SymBool | int | float):
         return  # size arithmetic: consumers read the expression from meta["val"]
     if n.target is torch.ops.higher_order.with_effects:  # an effect token threaded through
@@ -204,7 +211,7 @@ def _import_call(builder: Builder, env: dict, n: torch.fx.Node) -> None:
             it = iter(op.outs)
             env[n] = [next(it) if r is not None else None for r in results]
     else:
-        env[n] = op.outs[0]
+        env[n] = op.outs[0] if op.outs else None  # an op of no result
 
 
 def _result_types(sig: aten.Signature, results: list[Any]) -> list[TensorType]:
@@ -222,7 +229,7 @@ def _result_types(sig: aten.Signature, results: list[Any]) -> list[TensorType]:
 def _scalar_overload(n: torch.fx.Node) -> torch.FunctionSchema | None:
     """`mul.Tensor(x, 2)` carries a Python number as a tensor: its `.Scalar` overload
     (same arguments, the number kept as a Scalar) keeps torch's promotion rules."""
-    if not any(isinstance(a, int | float | bool) for a in n.args[1:2]):
+    if not any(isinstance(a, int | float | bool) or _symbolic_scalar(a) for a in n.args[1:2]):
         return None
     overload = n.target._overloadname
     alternative = {"Tensor": "Scalar", "Tensor_Tensor": "Tensor_Scalar"}.get(overload)
@@ -230,6 +237,11 @@ def _scalar_overload(n: torch.fx.Node) -> torch.FunctionSchema | None:
     if alternative and alternative in packet.overloads():
         return getattr(packet, alternative)._schema
     return None
+
+
+def _symbolic_scalar(a: Any) -> bool:
+    """A node of a SymInt or SymFloat (a size, or a value item() read)."""
+    return isinstance(a, torch.fx.Node) and isinstance(a.meta.get("val"), torch.SymInt | torch.SymFloat)
 
 
 def _scalar_tensor(builder: Builder, value: int | float | bool) -> SSAValue:
@@ -259,6 +271,12 @@ def _value(raw: Any, env: dict) -> Any:
     if isinstance(raw, torch.fx.Node):
         meta = raw.meta.get("val")
         if isinstance(meta, torch.SymInt | torch.SymFloat | torch.SymBool):
+            from strata.frontend.data_dependent import UnsupportedValue, check_signs
+
+            try:
+                check_signs(meta)
+            except UnsupportedValue as e:
+                raise UnsupportedGraph(str(e)) from None
             return meta  # encoded as its sympy expression
         v = env.get(raw)
         if v is not None:

@@ -30,6 +30,7 @@ from strata.dialects.prim import types_match
 from strata.dialects.prim_random import RandomSeedOp
 from strata.passes.decompositions import RULES
 from strata.passes.decompositions.builder import Decline, PrimBuilder
+from strata.passes.decompositions.complex_values import COMPLEX_RULES, has_complex_values
 from strata.passes.provenance import blame, source_of
 
 log = logging.getLogger(__name__)
@@ -87,7 +88,12 @@ class DecomposePass(ModulePass):
 def decompose(op: AtenOp, fallback_random: bool = False) -> str | None:
     """Replaces `op` by prim ops; returns why not, when it stays. With
     `fallback_random`, a rule that draws random numbers is not applied."""
-    rule = RULES.get(op.overload_name)
+    if has_complex_values(op):  # only a complex rule reads complex values (complex_values.py)
+        rule = COMPLEX_RULES.get(op.overload_name)
+        if rule is None:
+            return "no rule for complex values"
+    else:
+        rule = RULES.get(op.overload_name)
     if rule is None:
         return "no rule"
     b = PrimBuilder(op)

@@ -28,11 +28,14 @@ from strata.dialects import kernel as kd
 from strata.dialects import prim
 from strata.dialects.prim import PrimOp
 from strata.dialects.prim_attention import ScaledDotProductAttentionOp
+from strata.dialects.prim_complex import COMPLEX_VIEW_OPS
 from strata.dialects.prim_random import RandomSeedOp
 from strata.dialects.types import DTYPES, Dim, TensorType, bound_symbols, sym
 from strata.runtime.layouts import launch_strides, result_format
 from strata.runtime.memory_plan import MemoryPlan, plan_memory
 from strata.runtime.random_seeds import draw_seeds_step
+from strata.dialects.prim_data_dependent import DATA_DEPENDENT_OPS
+from strata.runtime.data_dependent import data_dependent_step, unbound_result_dims
 
 Step = Callable[[list, dict], None]
 
@@ -89,6 +92,8 @@ class CompiledGraph:
                 self.results = list(op.values)
                 self._result_slots = [self._slot(v) for v in op.values]
                 continue
+            elif isinstance(op, DATA_DEPENDENT_OPS):  # torch's kernel, then bind its symbol
+                self.steps.append(data_dependent_step(op, self._slot, self.device))
             elif isinstance(op, aten.AtenOp):
                 self.steps.append(self._eager_step(op))
             elif isinstance(op, PrimOp):
@@ -110,7 +115,7 @@ class CompiledGraph:
         for op in step_ops:
             operands = [self._slot(v) for v in op.operands]
             results = [self._slot(v) for v in op.results]
-            steps.append((operands, results, isinstance(op, (aten.AtenOp, *prim.VIEW_OPS))))
+            steps.append((operands, results, isinstance(op, (aten.AtenOp, *prim.VIEW_OPS, *COMPLEX_VIEW_OPS))))
             out_strides = launch_strides(op) if isinstance(op, kd.LaunchOp) else [None] * len(results)
             for v, slot, st in zip(op.results, results, out_strides):
                 static = _static(v.type.dims) if isinstance(v.type, TensorType) else None
@@ -291,6 +296,10 @@ class CompiledGraph:
         # (_embedding_bag_forward_only) is gone, so the eager kernel gets contiguous
         # operands; views of storage (as_strided) keep theirs.
         layout_free = op.overload_name not in ("aten::as_strided",)
+        # A data-dependent size of its result (unbacked: no argument binds it) is
+        # bound from what the kernel made, for the steps after it.
+        given = {n for t in self.arg_types if isinstance(t, TensorType) for n in _names(t)}
+        unbound = unbound_result_dims(op, given | set(filter(None, self.arg_symbols)))
 
         def step(regs: list, env: dict) -> None:
             args = [regs[i] for i in operands]
@@ -299,6 +308,8 @@ class CompiledGraph:
             outs = aten.call_eager(op, args, env)
             for r, t in zip(results, outs):
                 regs[r] = t.contiguous() if isinstance(t, torch.Tensor) else t
+            for j, k, name in unbound:
+                env.setdefault(name, int(outs[j].shape[k]))
 
         return step
 
@@ -329,6 +340,10 @@ class CompiledGraph:
             return [regs[i] for i in self._result_slots]
         finally:
             free.append(workspace)
+
+
+def _names(t: TensorType) -> set[str]:
+    return {s.name for d in t.dims if isinstance(d, sympy.Expr) for s in d.free_symbols}
 
 
 def _tensor_binder(i: int, rank: int, symbols: list[tuple[int, str]]):

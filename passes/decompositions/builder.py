@@ -78,7 +78,9 @@ def _promotion_stand_in(a: Operand) -> Any:
         t = tensor_of(a)
         return torch.empty(() if t.rank == 0 else (1,), dtype=t.torch_dtype, device="meta")
     if isinstance(a, sympy.Expr):
-        return 1 if a.is_integer else 1.0
+        from strata.passes.decompositions.data_dependent import is_float_symbolic
+
+        return 1 if a.is_integer and not is_float_symbolic(a) else 1.0
     return a
 
 
@@ -184,12 +186,25 @@ class PrimBuilder:
 
     def full(self, dims: Sequence[Dim], value: Scalar, dtype: str) -> SSAValue:
         """A tensor of `dims` filled with `value`, which may be a sympy expression."""
+        if isinstance(value, sympy.Basic) and not isinstance(value, sympy.Expr):  # a symbolic bool
+            source = self._item_source(value)
+            if source is None:
+                raise Decline(f"no prim op holds the symbolic bool {value}")
+            return self.broadcast(self.convert(source, dtype), dims)
         if isinstance(value, sympy.Expr):
             if not value.is_number:
+                source = self._item_source(value)
+                if source is not None:  # an item() value: the tensor it was read from
+                    return self.broadcast(self.convert(source, dtype), dims)
                 return self.broadcast(self.convert(self._symbolic_scalar(value), dtype), dims)
             value = int(value) if value.is_integer else float(value)
         _check_fits(value, dtype)
         return self.add(prim.FullOp(dims, bool(value) if dtype == "i1" else value, dtype))
+
+    def _item_source(self, e: sympy.Expr) -> SSAValue | None:
+        from strata.passes.decompositions.data_dependent import item_source
+
+        return item_source(self.op, e)
 
     def _symbolic_scalar(self, e: sympy.Expr) -> SSAValue:
         """A 0-d i64 tensor holding the value of a size expression. prim.full takes
@@ -239,6 +254,10 @@ class PrimBuilder:
         """a as eager's TensorIterator casts it to the common dtype."""
         if isinstance(a, SSAValue):
             return self.convert(a, dtype)
+        if isinstance(a, sympy.Expr) and is_float(dtype):
+            source = self._item_source(a)
+            if source is not None:  # an item() value rounds as its Python number would
+                return self.convert(source, dtype)
         if isinstance(a, sympy.Expr) or not is_float(dtype):
             return a  # sizes, and integer scalars, are exact
         _check_fits(a, dtype)

@@ -187,7 +187,9 @@ def _broadcast_block(b: PrimBuilder, x: SSAValue, dims: list[int], indices: list
 
 @decomposes("aten::index.Tensor")
 def index(op: AtenOp, b: PrimBuilder) -> SSAValue:
-    x, dims, indices, adjacent = _indexed(b)
+    from strata.passes.decompositions.data_dependent import mask_indexed  # x[mask]: nonzero
+
+    x, dims, indices, adjacent = mask_indexed(b) or _indexed(b)
     t, out = tensor_of(x), b.out()
     others = [k for k in range(t.rank) if k not in dims]
     nb = out.rank - len(others)

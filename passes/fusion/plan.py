@@ -33,6 +33,7 @@ from xdsl.ir import Operation, SSAValue
 from strata.dialects import prim
 from strata.dialects.prim_indexing import GatherOp
 from strata.dialects.prim_random import PHILOX_OPS
+from strata.dialects.prim_data_dependent import binds_symbols
 from strata.dialects.types import Dim, TensorType, sym
 from strata.passes.fusion.decisions import (
     debug_enabled,
@@ -300,6 +301,8 @@ def _place(plan: Plan, v: SSAValue, ready: dict[SSAValue, int]) -> Kernel:
     own = node_domain(v)
     blocked: list[tuple[Kernel, str]] | None = [] if debug_enabled() else None
     for item in reversed(plan.schedule):
+        if isinstance(item, Operation) and binds_symbols(item):
+            break  # the kernels before it run before its symbol is bound: v may need it
         if isinstance(item, Kernel):
             misfit = _misfit(plan, item, v, own, ready)
             if misfit is None:
