@@ -62,6 +62,7 @@ def keep_attention_whole(gm: torch.fx.GraphModule) -> int:
     to its math form where the mask rules torch's fused kernels out; returns how many
     it rewrote."""
     rewritten = 0
+    additive: dict[tuple[torch.fx.Node, torch.dtype], torch.fx.Node] = {}
     for n, args in _calls(gm):
         if args.get("dropout_p", 0.0) != 0.0 or args.get("enable_gqa", False):
             continue
@@ -71,11 +72,12 @@ def keep_attention_whole(gm: torch.fx.GraphModule) -> int:
             _rewrite_as_math(gm, n, args)
             rewritten += 1
             continue
+        mask = _shared_additive_mask(gm, args.get("attn_mask"), args["query"], additive)
         with gm.graph.inserting_before(n):
             new = gm.graph.call_function(
                 torch.ops.strata.sdpa.default,
                 (args["query"], args["key"], args["value"]),
-                {"attn_mask": args.get("attn_mask"), "is_causal": bool(args.get("is_causal", False)), "scale": args.get("scale")},
+                {"attn_mask": mask, "is_causal": bool(args.get("is_causal", False)), "scale": args.get("scale")},
             )
         _replace(gm, n, new)
         rewritten += 1
@@ -99,6 +101,26 @@ def attention_as_math(gm: torch.fx.GraphModule) -> int:
     return rewritten
 
 
+def _shared_additive_mask(gm: torch.fx.GraphModule, mask: Any, query: Any, made: dict) -> Any:
+    """A boolean mask as the additive one torch's sdpa would make of it, made once for
+    all the calls that share it. torch converts a boolean mask on every call (a fill,
+    a logical_not and a masked_fill: three launches a layer, 36 in GPT-2); in the graph
+    the conversion is one kernel, fused with the ops that build the mask."""
+    value, dtype = _example(mask), _example(query)
+    if not isinstance(value, torch.Tensor) or value.dtype != torch.bool or not isinstance(dtype, torch.Tensor):
+        return mask
+    key = (mask, dtype.dtype)
+    if key not in made:
+        with gm.graph.inserting_after(mask):
+            made[key] = gm.graph.call_function(additive_mask_of_dtype, (mask, dtype.dtype))
+        made[key].meta["example_value"] = additive_mask_of_dtype(value, dtype.dtype)  # a fake tensor, as Dynamo's
+    return made[key]
+
+
+def _example(node: Any) -> Any:
+    return node.meta.get("example_value", node.meta.get("val")) if isinstance(node, torch.fx.Node) else None
+
+
 def _mask_sends_torch_to_math(mask: Any) -> bool:
     """Whether torch's sdpa would run this mask through its math backend: a mask
     whose last dim is not contiguous (a padding mask expanded over the queries, as
@@ -106,7 +128,7 @@ def _mask_sends_torch_to_math(mask: Any) -> bool:
     kernel out. Its math backend is then a dozen eager kernels (in f32 for bf16
     inputs); the same ops compiled by strata are two matmuls and one softmax kernel
     that takes the mask with it (H200, BERT-base bf16: attention was half the call)."""
-    value = mask.meta.get("example_value", mask.meta.get("val")) if isinstance(mask, torch.fx.Node) else mask
+    value = _example(mask) if isinstance(mask, torch.fx.Node) else mask
     if not isinstance(value, torch.Tensor) or value.dim() == 0:
         return False
     return value.stride(-1) != 1
@@ -133,9 +155,13 @@ def additive_mask(mask: torch.Tensor, query: torch.Tensor) -> torch.Tensor:
     dtype) that the math implementation expects: sdpa converts it before choosing a
     kernel, and `_scaled_dot_product_attention_math` given a boolean mask computes
     something else. A float mask is already additive."""
+    return additive_mask_of_dtype(mask, query.dtype)
+
+
+def additive_mask_of_dtype(mask: torch.Tensor, dtype: torch.dtype) -> torch.Tensor:
     if mask.dtype != torch.bool:
         return mask
-    return torch.zeros_like(mask, dtype=query.dtype).masked_fill(mask.logical_not(), float("-inf"))
+    return torch.zeros_like(mask, dtype=dtype).masked_fill(mask.logical_not(), float("-inf"))
 
 
 def _replace(gm: torch.fx.GraphModule, old: torch.fx.Node, new: torch.fx.Node) -> None:

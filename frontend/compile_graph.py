@@ -308,6 +308,7 @@ def _lowered(module: ModuleOp, names: list[str], options, codegen: str, device: 
         return hit
     with recording_declines() as declines:
         run_pipeline(module, names, options["verify"], trace, report, pass_options)
+    graph_cache.merge_identical_kernels(module)  # unobserved: no report names each kernel
     graph_cache.write(key, module, declines)
     cache_log.info("graph: miss: lowered and stored")
     return module, declines

@@ -233,7 +233,7 @@ class CompiledGraph:
     def _library_step(self, op: PrimOp) -> Step:
         operands = [self._slot(v) for v in op.operands]
         result = self._slot(op.results[0])
-        fast = _static_library_call(op, result_format(op))
+        fast = _static_library_call(op, result_format(op), _only_viewed_by_library_calls(op.results[0]))
         if fast is not None:
             if len(operands) == 1:
                 (x,) = operands
@@ -399,9 +399,29 @@ def _layout_check(t: TensorType, strides: Sequence[Dim]) -> Callable[[torch.Tens
     return check
 
 
-def _static_library_call(op: PrimOp, memory_format: torch.memory_format) -> Callable[..., torch.Tensor] | None:
+def _only_viewed_by_library_calls(v: SSAValue) -> bool:
+    """Whether only views of v are read, and only by library calls: then v may keep the
+    strides its library call gave it. Kernels read their operands as contiguous
+    buffers, and a graph result keeps the layout eager gives it."""
+    for use in v.uses:
+        user = use.operation
+        if not isinstance(user, prim.VIEW_OPS):
+            return False
+        for view_use in user.results[0].uses:
+            reader = view_use.operation
+            if isinstance(reader, kd.LaunchOp | kd.ReturnOp):
+                return False
+            if isinstance(reader, prim.VIEW_OPS) and not _only_viewed_by_library_calls(reader.results[0]):
+                return False
+    return bool(v.uses)
+
+
+def _static_library_call(
+    op: PrimOp, memory_format: torch.memory_format, views_only: bool = False
+) -> Callable[..., torch.Tensor] | None:
     """A torch call with every argument worked out now, for ops whose result does not
-    depend on shape symbols (None otherwise: the op's reference runs)."""
+    depend on shape symbols (None otherwise: the op's reference runs). `views_only`:
+    only views of the result are read, by library calls (_only_viewed_by_library_calls)."""
     if isinstance(op, prim.MmOp):
         return torch.mm
     if isinstance(op, prim.BmmOp):
@@ -432,7 +452,13 @@ def _static_library_call(op: PrimOp, memory_format: torch.memory_format) -> Call
         def attention(q, k, v, mask=None):
             return sdpa(q, k, v, attn_mask=mask, is_causal=causal, scale=scale).contiguous()
 
-        return attention
+        def attention_as_made(q, k, v, mask=None):
+            return sdpa(q, k, v, attn_mask=mask, is_causal=causal, scale=scale)
+
+        # torch's fused kernels write (batch, sequence, heads, dim) in memory: the
+        # transpose back to the model's layout, and the reshape to the projection's
+        # rows, are then views; made contiguous first, they were two copies a layer.
+        return attention_as_made if views_only else attention
     if isinstance(op, prim.PermuteOp):
         dims = prim.ints_of(op.dims)
         return lambda x: x.permute(dims)

@@ -65,6 +65,63 @@ def test_a_mask_torch_would_run_as_math_is_compiled_as_ops(target, tmp_path):
     assert "prim.sdpa" not in program and program.count("prim.bmm") == 2
 
 
+def _heads_attention(x, w_in, w_out, mask):
+    # A transformer layer's attention: heads split off a projection, sdpa, the heads
+    # merged back by a transpose and a reshape into the output projection (a library
+    # call), and, through `side`, the sdpa result read by a kernel as well.
+    b, t, d = x.shape
+    q, k, v = (x @ w_in).view(b, t, 3, 2, d // 2).permute(2, 0, 3, 1, 4).unbind(0)
+    o = F.scaled_dot_product_attention(q, k, v, attn_mask=mask)
+    merged = o.transpose(1, 2).reshape(b * t, d) @ w_out
+    o2 = F.scaled_dot_product_attention(k, q, v, attn_mask=mask)
+    side = o2.sin()
+    return merged, side
+
+
+def test_sdpa_layout_as_torch_makes_it(monkeypatch):
+    # torch's fused CUDA kernels return (batch, heads, seq, dim) laid out as
+    # (batch, seq, heads, dim): the result is then viewed, not copied, on its way into
+    # the output projection, and made contiguous only where a kernel reads it. Here
+    # sdpa is made to return that layout on the CPU too.
+    real = F.scaled_dot_product_attention
+
+    def bshd(*args, **kwargs):
+        out = real(*args, **kwargs)
+        return out.transpose(1, 2).contiguous().transpose(1, 2)
+
+    monkeypatch.setattr(F, "scaled_dot_product_attention", bshd)
+    torch.manual_seed(0)
+    x, w_in, w_out = torch.randn(2, 5, 8), torch.randn(8, 24), torch.randn(8, 8)
+    mask = torch.rand(2, 1, 5, 5) > 0.2
+    compiled = strata.compile(_heads_attention)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")  # no eager fallback
+        with torch.no_grad():
+            got = compiled(x, w_in, w_out, mask)
+    want = _heads_attention(x, w_in, w_out, mask)
+    for g, w in zip(got, want):
+        torch.testing.assert_close(g, w, atol=1e-5, rtol=1e-5)
+
+
+def test_a_boolean_mask_is_made_additive_once_for_all_calls(tmp_path):
+    # torch converts a boolean mask on each sdpa call; the graph converts it once,
+    # in the kernel that builds it, for every call that shares it.
+    torch.manual_seed(0)
+    x, w_in, w_out = torch.randn(2, 5, 8), torch.randn(8, 24), torch.randn(8, 8)
+    keep = torch.rand(2, 1, 5, 5)
+
+    def f(x, w_in, w_out, keep):
+        return _heads_attention(x, w_in, w_out, keep > 0.2)
+
+    compiled = strata.compile(f, options={"trace.enabled": True, "trace.dir": str(tmp_path)})
+    with torch.no_grad():
+        got = compiled(x, w_in, w_out, keep)
+    for g, w in zip(got, f(x, w_in, w_out, keep)):
+        torch.testing.assert_close(g, w, atol=1e-5, rtol=1e-5)
+    aten = next(tmp_path.glob("graph_*/0_aten.mlir")).read_text()
+    assert aten.count("= aten.logical_not") == 1 and aten.count('overload = "strata::sdpa"') == 2
+
+
 @pytest.mark.parametrize("mask_kind", ["additive", "boolean"])
 def test_training_decomposes_and_matches_eager_gradients(mask_kind):
     q, k, v, mask = _inputs("cpu")

@@ -80,3 +80,26 @@ def test_half_precision_batch_norm_in_inference_is_compiled(target, param_dtype)
     bn = bn.to(device=device, dtype=param_dtype)
     x = torch.randn(2, 6, 5, 5, device=device, dtype=torch.bfloat16)
     compile_and_compare(lambda v: torch.relu(bn(v)), (x,), codegen, torch.bfloat16)
+
+
+@pytest.mark.parametrize("target", TARGETS, ids=TARGET_IDS)
+def test_a_weight_a_kernel_makes_is_written_channels_last(target, tmp_path):
+    # autocast's cast of an f32 weight to bf16 is a kernel; it writes the weight in the
+    # layout the NHWC convolution reads, instead of a copy reordering it on each call.
+    device, codegen = target
+    import strata
+
+    torch.manual_seed(0)
+    x, w = torch.randn(2, 4, 6, 6, device=device), torch.randn(8, 4, 3, 3, device=device)
+
+    def f(x, w):
+        y = torch.nn.functional.conv2d(x, w * 0.5, padding=1)
+        return torch.nn.functional.conv2d(torch.relu(y), w.repeat(1, 2, 1, 1) + 1, padding=1)
+
+    options = {"codegen": codegen, "trace.enabled": True, "trace.dir": str(tmp_path)}
+    with torch.no_grad():
+        got = strata.compile(f, options=options)(x, w)
+    torch.testing.assert_close(got, f(x, w), atol=1e-4, rtol=1e-4)
+    program = next(tmp_path.glob("graph_*/2_kernel.mlir")).read_text()
+    weight_launches = [line for line in program.splitlines() if "kernel.launch" in line and ("[8, 4, 3, 3]" in line.split("->")[-1] or "[8, 8, 3, 3]" in line.split("->")[-1])]
+    assert weight_launches and all("strata.strides" in line for line in weight_launches)

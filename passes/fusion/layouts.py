@@ -47,11 +47,13 @@ def choose_layouts(ops: list[Operation], outputs: list[SSAValue], plan: Plan, st
     layouts: dict[SSAValue, tuple[Dim, ...]] = {}
     if not convolutions:
         return layouts
-    # Kernel outputs a convolution reads.
+    # Kernel outputs a convolution reads: its input, and its weight where a kernel
+    # makes that (autocast's cast of an f32 weight to bf16), which would otherwise be
+    # reordered by a copy on every call.
     for op in convolutions:
-        x = op.operands[0]
-        if x in stored and x in plan.kernel_of and x not in returned and _rank(x) == 4:
-            layouts[x] = channels_last_strides(x.type.dims)
+        for x in op.operands[:2]:
+            if x in stored and x in plan.kernel_of and x not in returned and _rank(x) == 4:
+                layouts[x] = channels_last_strides(x.type.dims)
     # Convolution results, where what reads them goes on in NHWC: another convolution,
     # or a kernel that writes NHWC. A kernel that reads one layout and writes the other
     # gathers across channels on every element, which costs more than oneDNN's own
