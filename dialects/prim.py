@@ -813,6 +813,7 @@ from strata.dialects.prim_scan import SCAN_OPS  # noqa: E402  (likewise)
 from strata.dialects.prim_linalg import LINALG_OPS  # noqa: E402  (likewise)
 from strata.dialects.prim_linalg_solve import SOLVE_OPS  # noqa: E402  (likewise)
 from strata.dialects.prim_linalg_householder import HOUSEHOLDER_OPS  # noqa: E402  (likewise)
+from strata.dialects.prim_linalg_eig import EIG_OPS  # noqa: E402  (likewise)
 from strata.dialects.prim_distance import DISTANCE_OPS  # noqa: E402  (likewise)
 from strata.dialects.prim_attention import ATTENTION_OPS  # noqa: E402  (likewise)
 from strata.dialects.prim_complex import COMPLEX_OPS  # noqa: E402  (likewise)
@@ -845,6 +846,7 @@ Prim = Dialect(
         *LINALG_OPS,
         *SOLVE_OPS,
         *HOUSEHOLDER_OPS,
+        *EIG_OPS,
         *DISTANCE_OPS,
         *ATTENTION_OPS,
         *COMPLEX_OPS,

@@ -22,7 +22,7 @@ from xdsl.ir import Attribute, Block, Operation, Region, SSAValue
 from strata.dialects import aten, prim
 from strata.dialects.prim_attention import ScaledDotProductAttentionOp
 from strata.dialects import kernel as kd
-from strata.dialects.types import DTYPES, Dim, TensorType, is_float, scalar_type, sym
+from strata.dialects.types import COMPLEX_DTYPES, DTYPES, Dim, TensorType, is_float, scalar_type, sym
 from strata.testing.aten_programs import _has_symbols, _symbolic_attr, set_argument
 from strata.testing.graphs import GeneratorError, canonical, contiguous_strides
 
@@ -123,6 +123,9 @@ def _zoo_aten_op(draw, palette: Palette, block: Block, cls: type[aten.AtenOp], o
     return op
 
 
+# Prim's element types: complex values exist at the aten level only.
+REAL_DTYPES = [d for d in DTYPES if d not in COMPLEX_DTYPES]
+
 # Overloads outside the core set that `aten.call` carries in the zoo.
 ZOO_CALLS = ("aten::silu", "aten::softplus", "aten::rsub.Scalar", "aten::transpose.int", "aten::nan_to_num", "aten::masked_fill.Scalar")
 
@@ -134,7 +137,7 @@ def _zoo_prim_op(draw, palette: Palette, block: Block, cls: type[Operation]) -> 
     t = palette.type()
     dims = list(t.dims)
     if issubclass(cls, prim.ElementwiseOp):
-        dtype = draw(st.sampled_from([d for d in DTYPES if cls.ACCEPTS(d)]))
+        dtype = draw(st.sampled_from([d for d in REAL_DTYPES if cls.ACCEPTS(d)]))
         tt = t.with_dtype(dtype)
         if draw(st.booleans()):  # the scalar form, as in kernel bodies
             return cls(*[arg(scalar_type(dtype)) for _ in range(cls.ARITY)])
@@ -142,7 +145,7 @@ def _zoo_prim_op(draw, palette: Palette, block: Block, cls: type[Operation]) -> 
     if cls is prim.WhereOp:
         return prim.WhereOp(arg(t.with_dtype("i1")), arg(t), arg(t))
     if cls is prim.ConvertElementTypeOp:
-        return prim.ConvertElementTypeOp(arg(t), draw(st.sampled_from(list(DTYPES))))
+        return prim.ConvertElementTypeOp(arg(t), draw(st.sampled_from(REAL_DTYPES)))
     if cls is prim.BroadcastInDimOp:
         lead = draw(st.lists(zoo_dims(), max_size=2))
         return prim.BroadcastInDimOp(arg(t), [*lead, *dims], range(len(lead), len(lead) + len(dims)))
@@ -239,6 +242,10 @@ def _zoo_prim_op(draw, palette: Palette, block: Block, cls: type[Operation]) -> 
         mask = arg(TensorType([q_len, kv_len], "f32")) if draw(st.booleans()) else None
         scale = draw(st.one_of(st.none(), st.sampled_from([0.125, 0.5, 1.0])))
         return ScaledDotProductAttentionOp(q, k, v, mask, draw(st.booleans()), scale)
+    from strata.testing.op_zoo_extra import ZOO_EXTRA_OPS, zoo_extra_op
+
+    if cls in ZOO_EXTRA_OPS:
+        return zoo_extra_op(draw, cls, arg, zoo_dims)
     raise GeneratorError(f"the zoo does not know {cls.name}: add it to _zoo_prim_op in testing/op_zoo.py")
 
 

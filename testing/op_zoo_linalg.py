@@ -8,12 +8,13 @@ from hypothesis import strategies as st
 from xdsl.ir import Operation
 
 from strata.dialects import prim_distance as pd
+from strata.dialects import prim_linalg_eig as pe
 from strata.dialects import prim_linalg_householder as ph
 from strata.dialects import prim_linalg_solve as ps
 from strata.dialects.prim_linalg import LAPACK_DTYPES, dim_min
 from strata.dialects.types import TensorType
 
-ZOO_LINALG_OPS = (*ps.SOLVE_OPS, *ph.HOUSEHOLDER_OPS, *pd.DISTANCE_OPS)
+ZOO_LINALG_OPS = (*ps.SOLVE_OPS, *ph.HOUSEHOLDER_OPS, *pe.EIG_OPS, *pd.DISTANCE_OPS)
 
 
 def zoo_linalg_op(draw, cls, arg, dims) -> Operation:
@@ -54,4 +55,4 @@ def zoo_linalg_op(draw, cls, arg, dims) -> Operation:
         return cls(rect, x2, draw(st.sampled_from([0.0, 1.0, 2.0, float("inf")])), draw(st.sampled_from([None, 1, 2])))
     if cls is pd.PdistOp:
         return cls(arg(TensorType([m, n], dtype)), draw(st.sampled_from([0.0, 2.0, 0.5])))
-    return cls(square, **flags)  # inv, cholesky, cholesky_inverse, ldl_factor, matrix_exp
+    return cls(square, **flags)  # inv, cholesky, cholesky_inverse, ldl_factor, matrix_exp, eig

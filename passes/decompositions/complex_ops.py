@@ -27,7 +27,7 @@ from strata.passes.decompositions.complex_values import (
     part_dtype,
     real_part,
 )
-from strata.passes.decompositions.conversion import _graph_device
+from strata.passes.decompositions.conversion import on_graph_device
 from strata.passes.decompositions.padding import _pairs as pads_by_dim
 from strata.passes.decompositions.padding import _padded
 from strata.passes.decompositions.shape import _is_negative, _slice_bounds
@@ -171,7 +171,7 @@ def sum_mean(op: AtenOp, b: PrimBuilder) -> SSAValue:
 def to_copy(op: AtenOp, b: PrimBuilder) -> SSAValue:
     out = b.out()
     x = b.arg("src") if op.overload_name == "aten::copy" else b.arg("self")
-    if b.arg("device") is not None and not _graph_device(op, b.arg("device")):
+    if b.arg("device") is not None and not on_graph_device(op, b.arg("device")):
         raise Decline("a device transfer")
     layout = b.arg("layout")
     if layout is not None and str(layout) != "torch.strided":

@@ -4,12 +4,10 @@ is its operand and only a change of dtype leaves an op (prim.convert_element_typ
 from __future__ import annotations
 
 import torch
-from xdsl.dialects import func
-from xdsl.dialects.builtin import StringAttr
 from xdsl.ir import SSAValue
 
 from strata.dialects.aten import AtenOp
-from strata.passes.decompositions.builder import Decline, PrimBuilder, tensor_of
+from strata.passes.decompositions.builder import Decline, PrimBuilder, graph_device, tensor_of
 from strata.passes.decompositions.rules import decomposes
 
 
@@ -24,7 +22,7 @@ def to_copy(op: AtenOp, b: PrimBuilder) -> SSAValue:
     # AOTAutograd names the graph's own device on the conversions it makes, as on
     # the tensors it creates; a copy that changes only the device is a transfer,
     # and the input's device is not known here.
-    if b.arg("device") is not None and tensor_of(x).dtype == dtype and not _graph_device(op, b.arg("device")):
+    if b.arg("device") is not None and tensor_of(x).dtype == dtype and not on_graph_device(op, b.arg("device")):
         raise Decline("a device transfer")
     layout = b.arg("layout")
     if layout is not None and str(layout) != "torch.strided":
@@ -32,16 +30,13 @@ def to_copy(op: AtenOp, b: PrimBuilder) -> SSAValue:
     return b.convert(x, dtype)
 
 
-def _graph_device(op: AtenOp, device) -> bool:
+def on_graph_device(op: AtenOp, device) -> bool:
     """Whether `device` is the graph's own device (its tensors live on one): a copy
     there is no transfer. CUDA with an index could name another GPU than the inputs',
     unless there is only one."""
-    fn = op.parent_op()
-    while fn is not None and not isinstance(fn, func.FuncOp):
-        fn = fn.parent_op()
-    own = fn.attributes.get("strata.device") if fn is not None else None
+    own = graph_device(op)
     device = torch.device(device)
-    if not isinstance(own, StringAttr) or device.type != own.data:
+    if own is None or device.type != own:
         return False
     if device.type == "cpu" or device.index is None:
         return True

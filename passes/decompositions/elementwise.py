@@ -16,6 +16,7 @@ from xdsl.ir import SSAValue
 from strata.dialects.aten import AtenOp
 from strata.dialects.types import is_float
 from strata.passes.decompositions.builder import Decline, PrimBuilder, tensor_of
+from strata.passes.decompositions.builder import graph_device
 from strata.passes.decompositions.rules import decomposes
 
 
@@ -35,11 +36,21 @@ for _name in (
     decomposes(f"aten::{_name}")(_unary(_name, "INT_TO_FLOAT"))
 
 decomposes("aten::neg")(_unary("neg", "DEFAULT"))
-decomposes("aten::abs")(_unary("abs", "COMPLEX_TO_FLOAT"))
 # aten::sign, signbit and hardtanh: elementwise_extra.py (bool and integer inputs).
 decomposes("aten::bitwise_not")(_unary("bitwise_not", "DEFAULT"))
 for _name in ("isnan", "isinf"):
     decomposes(f"aten::{_name}")(_unary(_name, "ALWAYS_BOOL"))
+
+
+@decomposes("aten::abs")
+def abs_(op: AtenOp, b: PrimBuilder) -> SSAValue:
+    x = b.arg("self")
+    if tensor_of(x).dtype == "i1":
+        # CUDA's abs kernel takes bool (std::abs of a bool is itself); the CPU one raises.
+        if graph_device(op) != "cuda":
+            raise Decline("eager's CPU abs has no bool kernel")
+        return x
+    return b.pointwise("COMPLEX_TO_FLOAT", [x], lambda v: b.ew("abs", v))
 
 
 @decomposes("aten::floor", "aten::ceil", "aten::round", "aten::trunc")

@@ -125,7 +125,17 @@ def _cubic(f: _Coordinates, t: SSAValue, vectorized: bool) -> list[SSAValue]:
 def grid_sampler(op: AtenOp, b: PrimBuilder) -> SSAValue:
     n = 3 if op.overload_name == "aten::grid_sampler_3d" else 2
     x, grid = b.arg("input"), b.arg("grid")
-    mode, padding, align = b.arg("interpolation_mode"), b.arg("padding_mode"), bool(b.arg("align_corners"))
+    return _grid_sample(b, n, x, grid, b.arg("interpolation_mode"), b.arg("padding_mode"), bool(b.arg("align_corners")))
+
+
+@decomposes("aten::cudnn_grid_sampler")
+def cudnn_grid_sampler(op: AtenOp, b: PrimBuilder) -> SSAValue:
+    # aten::grid_sampler's choice on CUDA (cond_cudnn_grid_sampler) for 4-d bilinear,
+    # zero-padded sampling with align_corners: grid_sampler_2d with those arguments.
+    return _grid_sample(b, 2, b.arg("self"), b.arg("grid"), BILINEAR, ZEROS, True)
+
+
+def _grid_sample(b: PrimBuilder, n: int, x: SSAValue, grid: SSAValue, mode, padding, align: bool) -> SSAValue:
     t, g = tensor_of(x), tensor_of(grid)
     if not is_float(t.dtype) or g.dtype != t.dtype or t.rank != n + 2 or g.rank != n + 2:
         raise Decline("grid sampling of floats, input and grid of one dtype")

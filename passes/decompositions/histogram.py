@@ -10,8 +10,7 @@ in the input's dtype (each step of an f16/bf16 one rounded, as c10::Half's opera
 round), the last bin taking x == hi. Eager raises where the range is not finite or
 min > max: such constants decline; a data range with inf or NaN has no eager result.
 
-histogram (whose bin_edges output eager computes with linspace's fma-contracted
-`start + step * i`, which prim cannot round once) is left to eager.
+histogram: histogram_bins.py (its f64 bin_ct edges, fused multiply-adds, stay eager).
 """
 
 from __future__ import annotations

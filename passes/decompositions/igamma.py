@@ -9,27 +9,17 @@ ATen's Half kernels call calc_igamma<float>.
 
 from __future__ import annotations
 
-from xdsl.dialects import func
-from xdsl.dialects.builtin import StringAttr
 from xdsl.ir import SSAValue
 
 from strata.dialects.aten import AtenOp
 from strata.dialects.types import is_float
-from strata.passes.decompositions.builder import Decline, PrimBuilder, promote
+from strata.passes.decompositions.builder import Decline, PrimBuilder, graph_device, promote
 from strata.passes.decompositions.rules import decomposes
-
-
-def _graph_device(op: AtenOp) -> str | None:
-    fn = op.parent_op()
-    while fn is not None and not isinstance(fn, func.FuncOp):
-        fn = fn.parent_op()
-    own = fn.attributes.get("strata.device") if fn is not None else None
-    return own.data if isinstance(own, StringAttr) else None
 
 
 def _rule(prim_name: str):
     def rule(op: AtenOp, b: PrimBuilder) -> SSAValue:
-        if _graph_device(op) == "cuda":
+        if graph_device(op) == "cuda":
             # ATen's asymptotic series is 625 unrolled steps in Triton (its coefficients
             # are a table Triton cannot index): 70 s to compile one f32 kernel on an
             # H200's host, more for f64. Eager's kernel, as Inductor does.
