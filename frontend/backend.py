@@ -18,7 +18,8 @@ from torch._functorch.partitioners import min_cut_rematerialization_partition
 
 from strata.frontend import options as opts
 from strata.frontend.attention import attention_as_math, is_training, keep_attention_whole
-from strata.frontend.compile_graph import compile_graph
+from strata.frontend import capture_cache
+from strata.frontend.compile_graph import compile_captured, compile_graph
 
 
 def make_backend(mode: str | None = None, options: dict[str, Any] | None = None):
@@ -36,9 +37,19 @@ def make_backend(mode: str | None = None, options: dict[str, Any] | None = None)
     def strata(gm: torch.fx.GraphModule, example_inputs):
         if is_training(example_inputs):
             attention_as_math(gm)
-        else:
-            keep_attention_whole(gm)
-        return backend(gm, example_inputs)
+            return backend(gm, example_inputs)
+        key = _capture_key(gm, example_inputs, resolved)
+        if key is not None:
+            hit = capture_cache.read(key)
+            if hit is not None:
+                return capture_cache.as_dynamo_callable(compile_captured(*hit, example_inputs, resolved))
+        keep_attention_whole(gm)
+        if key is None:
+            return backend(gm, example_inputs)
+        with capture_cache.capturing() as capture:
+            compiled = backend(gm, example_inputs)
+        capture_cache.write(key, capture)
+        return compiled
 
     return strata  # the name torch prints in its logs
 
@@ -55,6 +66,20 @@ def _core_aten_decompositions() -> dict:
     for name in _KEPT_WHOLE:
         table.pop(getattr(torch.ops.aten, name).default, None)
     return table
+
+
+def _capture_key(gm: torch.fx.GraphModule, example_inputs, options: dict[str, Any]) -> str | None:
+    """The capture cache's key for an inference graph, or None where it is not used:
+    turned off, observed (a trace or report wants every level), or a graph it cannot
+    key (frontend/capture_cache.py)."""
+    from strata.frontend import report as reports
+
+    observed = reports.wanted() or options.get("trace.enabled") or options.get("trace.graph_diagram")
+    if not (options.get("graph_cache", True) and options.get("capture_cache", True)) or observed:
+        return None
+    if not any(isinstance(x, torch.Tensor) for x in example_inputs):
+        return None  # the device comes from the graph's own tensors: compile as usual
+    return capture_cache.key(gm, example_inputs, options)
 
 
 def _compile_graph_with(options: dict[str, Any], kind: str, gm: torch.fx.GraphModule, example_inputs):

@@ -29,7 +29,7 @@ from xdsl.dialects.builtin import ModuleOp
 from strata.dialects import aten
 from strata.dialects import kernel as kd
 from strata.dialects.context import strata_context
-from strata.frontend import logs
+from strata.frontend import capture_cache, logs
 from strata.frontend import report as reports
 from strata.frontend.effects import with_tokens
 from strata.frontend.errors import CompileError, describe_failure, describe_kernel_failure, failing_op
@@ -258,13 +258,46 @@ def _compile(gm, example_inputs, options, number: int, compile_id: str | None, k
         reports.publish(report)
     call = _on_device(graph_outputs(compiled, imported), example_inputs, device)
     call = with_tokens(call, imported.effect_tokens)  # before _on_device reads the args
+    call = _in_cuda_graph(call, module, device, kind, options)
+    safe = guarded(call, gm)  # eager where as_strided's input moved in its storage
+    capture = capture_cache.current()
+    if capture is not None and kind == "forward":
+        if imported.constants or imported.effect_tokens or safe is not call:
+            capture.refuse("constant tensors, effect tokens or a storage-offset guard")
+        elif list(imported.outputs) != list(range(len(imported.outputs))):
+            capture.refuse("an output that is not a tensor the program makes")
+        else:
+            capture_cache.check_wrapper(gm, example_inputs, capture)
+        capture.declines = declines
+    return _boxed(safe)
+
+
+def _in_cuda_graph(call: Callable[[list], list], module: ModuleOp, device: torch.device, kind: str, options) -> Callable:
     # A graph that reads data to size or fill what follows (nonzero, item()) syncs
     # with the host on each call: no CUDA graph can record that, as in Inductor.
     from strata.runtime.data_dependent import reads_data_on_host
 
     if options["triton.cudagraphs"] and not reads_data_on_host(module):
-        call = cuda_graphs.wrap(call, device, kind)
-    return _boxed(guarded(call, gm))  # eager where as_strided's input moved in its storage
+        return cuda_graphs.wrap(call, device, kind)
+    return call
+
+
+def compile_captured(text: str, declines: list, example_inputs: Sequence[Any], options: dict[str, Any]) -> Callable:
+    """The compiled callable (boxed) for a program the capture cache stored
+    (frontend/capture_cache.py): no import, no pipeline, only kernels to load."""
+    from strata.dialects.context import parse_module
+
+    number = next(_graph_numbers)
+    with logs.graph_context(f"graph {number}"):
+        module = parse_module(text)  # verified when it was written, unchanged since (its digest)
+        device = device_of(example_inputs)
+        codegen = options["codegen"] or ("triton" if device.type == "cuda" else "llvm")
+        _warn_fallbacks(module, declines)
+        trace = Trace(options, number)
+        compiled = CompiledGraph(module, kernel_compiler(codegen, device, trace, None, options["max_autotune"]), device)
+        call = _on_device(lambda args: compiled(list(args)), example_inputs, device)
+        cache_log.info("graph: hit (the whole compile read from the capture cache)")
+        return _boxed(_in_cuda_graph(call, module, device, "forward", options))
 
 
 def _on_device(call: Callable[[list], list], example_inputs: Sequence[Any], device: torch.device) -> Callable[[list], list]:
@@ -295,7 +328,10 @@ def _lowered(module: ModuleOp, names: list[str], options, codegen: str, device: 
         "fuse": {"emulate_precision_casts": bool(options["emulate_precision_casts"])},
     }
     observed = trace.folder is not None or report is not None or options.get("trace.graph_diagram")
+    capture = capture_cache.current()
     if observed or not options.get("graph_cache", True):
+        if capture is not None:
+            capture.refuse("a traced or reported compile")
         with recording_declines() as declines:
             run_pipeline(module, names, options["verify"], trace, report, pass_options)
         return module, declines
@@ -305,11 +341,15 @@ def _lowered(module: ModuleOp, names: list[str], options, codegen: str, device: 
     hit = graph_cache.read(key)
     if hit is not None:
         cache_log.info("graph: hit (the pipeline's result read from the graph cache)")
+        if capture is not None:
+            capture.module_text = str(hit[0])
         return hit
     with recording_declines() as declines:
         run_pipeline(module, names, options["verify"], trace, report, pass_options)
     graph_cache.merge_identical_kernels(module)  # unobserved: no report names each kernel
-    graph_cache.write(key, module, declines)
+    text = graph_cache.write(key, module, declines)
+    if capture is not None:
+        capture.module_text = text
     cache_log.info("graph: miss: lowered and stored")
     return module, declines
 

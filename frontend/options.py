@@ -30,6 +30,8 @@ OPTIONS: dict[str, tuple[Any, str]] = {
     "verify": (True, "verify the IR after every pass"),
     "graph_cache": (True, "reuse a graph's lowering from the disk cache when the same graph was compiled "
                           "before (STRATA_CACHE_DIR)"),
+    "capture_cache": (True, "with graph_cache: reuse a whole inference compile, AOTAutograd's trace "
+                            "included, when Dynamo captured the same graph before"),
 }
 
 MODES: dict[str, dict[str, Any]] = {

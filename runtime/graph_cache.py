@@ -46,9 +46,9 @@ def source_digest() -> str:
 
 
 def key(aten_text: str, pipeline: list[str], codegen: str, device: str, options: dict) -> str:
-    """Every option but tracing's is part of the key: any of them may change what the
+    """Every option but tracing's and capture_cache is part of the key: any of them may change what the
     passes do (fallback_random keeps random ops eager, for one)."""
-    settings = json.dumps({k: repr(v) for k, v in sorted(options.items()) if not k.startswith("trace.")})
+    settings = json.dumps({k: repr(v) for k, v in sorted(options.items()) if not k.startswith("trace.") and k != "capture_cache"})
     return cache.cache_key(KIND, aten_text, ",".join(pipeline), codegen, device, settings, source_digest())
 
 
@@ -100,10 +100,12 @@ def merge_identical_kernels(module: ModuleOp) -> int:
     return len(renamed)
 
 
-def write(graph_key: str, module: ModuleOp, declines: list[tuple[str, str | None, str]]) -> None:
+def write(graph_key: str, module: ModuleOp, declines: list[tuple[str, str | None, str]]) -> str:
+    """Stores the module; returns its text."""
     text = str(module)
     entry = {"module": text, "digest": hashlib.sha256(text.encode()).hexdigest(), "declines": [list(d) for d in declines]}
     try:
         cache.write(KIND, graph_key, SUFFIX, json.dumps(entry).encode())
     except OSError:
         pass  # the cache is an optimization: an unwritable cache directory costs time only
+    return text

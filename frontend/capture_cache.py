@@ -1,0 +1,215 @@
+"""The on-disk cache of whole inference compiles, keyed by the graph Dynamo captured.
+
+A warm compile (a second process compiling the same model) would otherwise run
+AOTAutograd's trace of the graph (functionalization, decompositions: 2-3 s of a
+GPT-2's warm compile) and strata's import and printing of its ATen graph, only to find
+the lowered program in the graph cache (runtime/graph_cache.py). TorchInductor's
+AOTAutograd cache skips the same work. Here the key is what AOTAutograd's result
+depends on: the captured graph's code, each input's shape, strides, dtype, device and
+requires_grad, the ranges the ShapeEnv gives its size symbols, the global state
+AOTAutograd traces under (grad mode, autocast, default dtype, deterministic
+algorithms), strata's options and a digest of its source. The value is the
+kernel-level program with the declines its decompositions gave.
+
+Only a compile whose AOTAutograd wrapper would do nothing is stored: an inference
+graph, every input a plain tensor or size passed straight through (no parameter
+lifted, no effect token), no input mutated, no output aliasing an input or another
+output, no constant tensor, no as_strided storage-offset guard, every output a tensor.
+Anything else is compiled the usual way every time. `options={"graph_cache": False}`
+turns this cache off with the graph cache.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import contextvars
+import hashlib
+import json
+import logging
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+import torch
+import torch.fx
+
+from strata.runtime import cache
+
+KIND = "captures"
+SUFFIX = ".json"
+log = logging.getLogger("strata.cache")
+
+
+@dataclass
+class Capture:
+    """What the forward compile of a cacheable graph recorded (set by compile_graph)."""
+
+    module_text: str | None = None
+    declines: list = field(default_factory=list)
+    cacheable: bool = True
+    why_not: str = ""
+
+    def refuse(self, why: str) -> None:
+        self.cacheable, self.why_not = False, why
+
+
+_capture: contextvars.ContextVar[Capture | None] = contextvars.ContextVar("strata_capture", default=None)
+
+
+def current() -> Capture | None:
+    """The capture the forward compile running now records into, if any."""
+    return _capture.get()
+
+
+@contextlib.contextmanager
+def capturing():
+    token = _capture.set(Capture())
+    try:
+        yield _capture.get()
+    finally:
+        _capture.reset(token)
+
+
+def key(gm: torch.fx.GraphModule, example_inputs: Sequence[Any], options: dict[str, Any]) -> str | None:
+    """The cache key of this captured graph, or None where the graph cannot be cached."""
+    from strata.runtime.graph_cache import source_digest
+
+    if any(n.op in ("get_attr", "call_module") for n in gm.graph.nodes):
+        return None  # values the code does not show
+    if not all(_known_target(n.target) for n in gm.graph.nodes if n.op == "call_function"):
+        return None  # a user function left in the graph: its code is not in the key
+    # The placeholders' fake values hold the sizes as Dynamo sees them (symbols where
+    # dynamic); example_inputs are the call's real tensors.
+    placeholders = [n for n in gm.graph.nodes if n.op == "placeholder"]
+    if len(placeholders) != len(example_inputs):
+        return None
+    seen = [n.meta.get("example_value", n.meta.get("val")) for n in placeholders]
+    if any(v is None and isinstance(x, torch.Tensor) for v, x in zip(seen, example_inputs)):
+        return None
+    inputs = []
+    symbols: set = set()
+    for x in (x if v is None else v for v, x in zip(seen, example_inputs)):
+        if isinstance(x, torch.Tensor):
+            if type(x) not in (torch.Tensor, torch.nn.Parameter) and not _is_fake(x):
+                return None  # a tensor subclass
+            inputs.append(("t", str(tuple(x.shape)), str(x.stride()), str(x.storage_offset()), str(x.dtype), x.device.type, x.requires_grad))
+            for d in (*x.shape, *x.stride(), x.storage_offset()):
+                if isinstance(d, torch.SymInt):
+                    symbols |= d.node.expr.free_symbols
+        elif isinstance(x, torch.SymInt):
+            inputs.append(("s", str(x)))
+            symbols |= x.node.expr.free_symbols
+        elif isinstance(x, int | float | bool):
+            inputs.append(("n", repr(x)))
+        else:
+            return None
+    ranges = _ranges(seen, symbols)
+    state = (
+        torch.is_grad_enabled(),
+        str(torch.get_default_dtype()),
+        torch.are_deterministic_algorithms_enabled(),
+        *[(torch.is_autocast_enabled(d), str(torch.get_autocast_dtype(d))) for d in ("cpu", "cuda")],
+    )
+    settings = json.dumps({k: repr(v) for k, v in sorted(options.items()) if not k.startswith("trace.")})
+    return cache.cache_key(KIND, gm.code, repr(inputs), ranges, repr(state), settings, source_digest())
+
+
+_KNOWN_MODULES = ("torch", "_operator", "operator", "builtins", "math")
+
+
+def _known_target(target: Any) -> bool:
+    if isinstance(target, torch._ops.OpOverload | torch._ops.OpOverloadPacket):
+        return True
+    module = getattr(target, "__module__", None) or ""
+    return module.split(".")[0] in _KNOWN_MODULES
+
+
+def _is_fake(x: torch.Tensor) -> bool:
+    from torch._subclasses.fake_tensor import FakeTensor
+
+    return isinstance(x, FakeTensor)
+
+
+def _ranges(values: Sequence[Any], symbols: set) -> str:
+    """The ShapeEnv's value ranges of the size symbols (s0 >= 2, say), which the
+    compiled program may have simplified with."""
+    if not symbols:
+        return ""
+    env = None
+    for x in values:
+        for d in (x.shape if isinstance(x, torch.Tensor) else [x]):
+            if isinstance(d, torch.SymInt):
+                env = d.node.shape_env
+                break
+        if env is not None:
+            break
+    if env is None:
+        return ""
+    return repr(sorted((str(s), str(env.var_to_range.get(s))) for s in symbols))
+
+
+def check_wrapper(gm: torch.fx.GraphModule, example_inputs: Sequence[Any], capture: Capture) -> None:
+    """Refuses the capture unless AOTAutograd's wrapper around this forward graph is the
+    identity: every captured input passed straight through, nothing mutated or aliased."""
+    placeholders = [n for n in gm.graph.nodes if n.op == "placeholder"]
+    if len(placeholders) != len(example_inputs):
+        return capture.refuse("AOTAutograd added or removed inputs (lifted parameters, effect tokens)")
+    try:
+        from torch._functorch._aot_autograd.schemas import OutputType
+        from torch._guards import TracingContext
+
+        meta = TracingContext.try_get().fw_metadata
+    except Exception:  # noqa: BLE001 - another torch: no way to tell
+        meta = None
+    if meta is None:
+        return capture.refuse("no AOTAutograd metadata")
+    if any(i.mutates_data or i.mutates_metadata for i in meta.input_info):
+        return capture.refuse("an input is mutated")
+    if any(o.output_type != OutputType.non_alias for o in meta.output_info):
+        return capture.refuse("an output aliases an input or another output")
+    if meta.num_intermediate_bases or getattr(meta, "tokens", None):
+        return capture.refuse("intermediate bases or effect tokens")
+    if any(type(m).__name__ == "SubclassCreationMeta" for m in getattr(meta, "subclass_inp_meta", None) or ()):
+        return capture.refuse("a tensor subclass input")
+
+
+def read(capture_key: str) -> tuple[str, list] | None:
+    data = cache.read(KIND, capture_key, SUFFIX)
+    if data is None:
+        return None
+    try:
+        entry = json.loads(data)
+        text = entry["module"]
+        if hashlib.sha256(text.encode()).hexdigest() != entry["digest"]:
+            raise ValueError("the module's digest does not match its text")
+        declines = [(str(a), None if b is None else str(b), str(c)) for a, b, c in entry["declines"]]
+    except Exception as e:  # noqa: BLE001 - a corrupt or foreign entry: compile afresh
+        log.info("capture cache entry %s is unreadable (%s: %s); compiling afresh", capture_key, type(e).__name__, e)
+        return None
+    return text, declines
+
+
+def write(capture_key: str, capture: Capture) -> None:
+    if not capture.cacheable or capture.module_text is None:
+        log.info("capture not cached: %s", capture.why_not or "no forward graph was compiled")
+        return
+    text = capture.module_text
+    entry = {"module": text, "digest": hashlib.sha256(text.encode()).hexdigest(), "declines": [list(d) for d in capture.declines]}
+    try:
+        cache.write(KIND, capture_key, SUFFIX, json.dumps(entry).encode())
+    except OSError:
+        pass  # the cache is an optimization: an unwritable directory costs time only
+
+
+def as_dynamo_callable(boxed: Callable[[list], list]) -> Callable:
+    """What AOTAutograd's inference wrapper does around a compiled graph that needs no
+    other help: the arguments as a list, autocast off while it runs (the program's
+    dtypes were fixed when it was traced)."""
+
+    def run(*args: Any) -> list:
+        if torch._C._is_any_autocast_enabled():
+            with torch._C._DisableAutocast():
+                return boxed(list(args))
+        return boxed(list(args))
+
+    return run

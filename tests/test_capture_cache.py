@@ -1,0 +1,143 @@
+"""The capture cache (frontend/capture_cache.py): an inference graph Dynamo captured
+before is compiled from the disk with no AOTAutograd trace and no import, and gives the
+same results; whatever its key cannot tell apart, or AOTAutograd's wrapper would have
+to handle, is compiled the usual way."""
+
+from __future__ import annotations
+
+import pytest
+import torch
+
+import strata
+from strata.frontend import capture_cache
+from strata.frontend import compile_graph as cg
+
+
+@pytest.fixture(autouse=True)
+def _own_cache(tmp_path, monkeypatch):
+    monkeypatch.setenv("STRATA_CACHE_DIR", str(tmp_path))
+
+
+def _compile(fn, args, monkeypatch, **kwargs):
+    """fn compiled afresh (Dynamo reset) and called; returns (result, graphs imported)."""
+    imports = []
+    real = cg.import_graph
+
+    def counting(gm):
+        imports.append(gm)
+        return real(gm)
+
+    monkeypatch.setattr(cg, "import_graph", counting)
+    torch._dynamo.reset()
+    out = strata.compile(fn, **kwargs)(*args)
+    return out, len(imports)
+
+
+def _entries():
+    folder = capture_cache.cache.cache_dir() / capture_cache.KIND
+    return sorted(folder.glob(f"*{capture_cache.SUFFIX}")) if folder.exists() else []
+
+
+def _block(x, w, b):
+    h = torch.nn.functional.linear(x, w, b)
+    return torch.softmax(torch.nn.functional.gelu(h), dim=-1) * 2
+
+
+def _inputs(rows=6):
+    torch.manual_seed(0)
+    return torch.randn(rows, 8), torch.randn(16, 8), torch.randn(16)
+
+
+def test_a_second_compile_skips_the_trace_and_agrees(monkeypatch):
+    args = _inputs()
+    with torch.no_grad():
+        first, imported = _compile(_block, args, monkeypatch)
+        assert imported == 1 and len(_entries()) == 1
+        again, imported = _compile(_block, args, monkeypatch)
+    assert imported == 0  # no AOTAutograd graph was made, none imported
+    torch.testing.assert_close(again, first)
+    torch.testing.assert_close(again, _block(*args))
+
+
+def test_autocast_and_grad_mode_are_part_of_the_key(monkeypatch):
+    args = _inputs()
+    with torch.no_grad():
+        _compile(_block, args, monkeypatch)
+        with torch.autocast("cpu", dtype=torch.bfloat16):
+            got, imported = _compile(_block, args, monkeypatch)
+            want = _block(*args)
+        assert imported == 1 and got.dtype == want.dtype == torch.bfloat16
+        torch.testing.assert_close(got, want, atol=2e-2, rtol=2e-2)
+        with torch.autocast("cpu", dtype=torch.bfloat16):
+            again, imported = _compile(_block, args, monkeypatch)
+        assert imported == 0
+        torch.testing.assert_close(again, got)
+    assert len(_entries()) == 2
+
+
+def test_symbolic_sizes_are_cached_once_for_all_sizes(monkeypatch):
+    with torch.no_grad():
+        _compile(_block, _inputs(6), monkeypatch, dynamic=True)
+        for rows in (6, 37, 100):
+            args = _inputs(rows)
+            got, imported = _compile(_block, args, monkeypatch, dynamic=True)
+            assert imported == 0, rows
+            torch.testing.assert_close(got, _block(*args))
+        args = _inputs(1)  # a size Dynamo specializes: another graph, compiled
+        got, imported = _compile(_block, args, monkeypatch, dynamic=True)
+        assert imported == 1
+        torch.testing.assert_close(got, _block(*args))
+
+
+def test_what_the_wrapper_must_handle_is_compiled_as_usual(monkeypatch):
+    def mutates(x, w, b):
+        x.add_(1)  # an input mutation, which AOTAutograd's wrapper copies back
+        return _block(x, w, b)
+
+    def aliases(x, w, b):
+        return _block(x, w, b), x.t()  # an output that is a view of an input
+
+    with torch.no_grad():
+        for fn in (mutates, aliases):
+            for _ in range(2):
+                args, expected = _inputs(), _inputs()
+                got, imported = _compile(fn, args, monkeypatch)
+                assert imported == 1
+                for g, w in zip(got if isinstance(got, tuple) else [got], (lambda r: r if isinstance(r, tuple) else [r])(fn(*expected))):
+                    torch.testing.assert_close(g, w)
+                torch.testing.assert_close(args[0], expected[0])  # the mutation happened once
+    assert _entries() == []
+
+
+def test_training_is_compiled_as_usual(monkeypatch):
+    x, w, b = _inputs()
+    w.requires_grad_(True)
+    for _ in range(2):
+        out, imported = _compile(_block, (x, w, b), monkeypatch)
+        assert imported >= 1
+    out.sum().backward()
+    assert w.grad is not None and _entries() == []
+
+
+def test_a_corrupt_entry_compiles_afresh(monkeypatch):
+    args = _inputs()
+    with torch.no_grad():
+        _compile(_block, args, monkeypatch)
+        (entry,) = _entries()
+        entry.write_text(entry.read_text().replace("16", "17", 1))  # the digest no longer matches
+        got, imported = _compile(_block, args, monkeypatch)
+        assert imported == 1
+        torch.testing.assert_close(got, _block(*args))
+        entry.write_bytes(b"\x00 not json")
+        got, imported = _compile(_block, args, monkeypatch)
+        assert imported == 1
+        torch.testing.assert_close(got, _block(*args))
+
+
+def test_the_options_turn_it_off(monkeypatch, tmp_path):
+    args = _inputs()
+    traced = {"trace.enabled": True, "trace.dir": str(tmp_path / "trace")}
+    with torch.no_grad():
+        for options in ({"capture_cache": False}, {"graph_cache": False}, traced):
+            _compile(_block, args, monkeypatch, options=options)
+    assert _entries() == []
