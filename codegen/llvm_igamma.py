@@ -26,22 +26,19 @@ from strata.codegen.igamma_table import (
 from strata.codegen.llvm_dtypes import I1, I32
 from strata.codegen.llvm_lanes import call_intrinsic, lane_by_lane
 from strata.codegen.llvm_math import F64, call_libm
+from strata.codegen.llvm_special_loops import FloatOps
 
 
-class _Scalar:
+class _Scalar(FloatOps):
     """Builds one function of type T: C's arithmetic on T and double, loops, branches."""
 
     def __init__(self, fn: ir.Function):
+        super().__init__(ir.IRBuilder(fn.append_basic_block("entry")), fn.args[0].type)
         self.fn = fn
-        self.b = ir.IRBuilder(fn.append_basic_block("entry"))
-        self.t = fn.args[0].type
         self.is_double = self.t == F64
         self.machep = MACHEP[0 if self.is_double else 1]
 
-    # constants: `static scalar_t` ones are rounded to T, double literals stay double
-    def c(self, v: float) -> ir.Constant:
-        return ir.Constant(self.t, v)
-
+    # constants: `static scalar_t` ones are rounded to T (c), double literals stay double
     def d(self, v: float) -> ir.Constant:
         return ir.Constant(F64, v)
 
@@ -54,27 +51,9 @@ class _Scalar:
     def narrow(self, v: ir.Value) -> ir.Value:
         return v if self.is_double else self.b.fptrunc(v, self.t)
 
-    def of_int(self, v: ir.Value) -> ir.Value:
-        return self.b.sitofp(v, self.t)
-
-    def add(self, a, b):
-        return self.b.fadd(a, b)
-
-    def sub(self, a, b):
-        return self.b.fsub(a, b)
-
-    def mul(self, a, b):
-        return self.b.fmul(a, b)
-
-    def div(self, a, b):
-        return self.b.fdiv(a, b)
-
     def fms(self, a, b, c):
         """a*b - c, contracted."""
         return call_intrinsic(self.b, "fma", [a, b, self.b.fneg(c)])
-
-    def abs(self, a):
-        return call_intrinsic(self.b, "fabs", [a])
 
     def sqrt(self, a):
         return call_intrinsic(self.b, "sqrt", [a])
@@ -90,9 +69,6 @@ class _Scalar:
 
     def isinf(self, a):
         return self.cmp("==", self.abs(a), self.c(math.inf))
-
-    def select(self, cond, a, b):
-        return self.b.select(cond, a, b)
 
     def call(self, fn: ir.Function, *args):
         return self.b.call(fn, list(args))

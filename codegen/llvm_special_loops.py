@@ -25,7 +25,7 @@ from strata.codegen.llvm_math import F64, call_libm
 INT64_MIN = -(2**63)
 
 
-class _Ops:
+class FloatOps:
     """Arithmetic in one float type T, with C++'s int64 → T conversions."""
 
     def __init__(self, b: ir.IRBuilder, t: ir.Type):
@@ -95,7 +95,7 @@ class Recurrence:
 
 # A polynomial: (ops, x, n) → the special cases in ATen's order, (condition, value),
 # and the recurrence that runs when none holds.
-Polynomial = Callable[[_Ops, ir.Value, ir.Value], tuple[list[tuple[ir.Value, ir.Value]], Recurrence]]
+Polynomial = Callable[[FloatOps, ir.Value, ir.Value], tuple[list[tuple[ir.Value, ir.Value]], Recurrence]]
 
 
 def _degree(b: ir.IRBuilder, n: ir.Value) -> ir.Value:
@@ -109,7 +109,7 @@ def _define_polynomial(fn: ir.Function, body: Polynomial) -> None:
     x, n_float = fn.args
     entry, loop, step, done = (fn.append_basic_block(s) for s in ("entry", "loop", "step", "done"))
     b = ir.IRBuilder(entry)
-    o = _Ops(b, x.type)
+    o = FloatOps(b, x.type)
     n = _degree(b, n_float)
     cases, rec = body(o, x, n)
     special = ir.Constant(I1, 0)
@@ -142,7 +142,7 @@ def _define_polynomial(fn: ir.Function, body: Polynomial) -> None:
 
 
 # ---------------------------------------------------------------- the polynomials
-def _chebyshev_step(o: _Ops, two_x):
+def _chebyshev_step(o: FloatOps, two_x):
     return lambda k, p, q: o.fma(two_x, q, o.b.fneg(p))
 
 
@@ -150,7 +150,7 @@ def _chebyshev(kind: str, shifted: bool) -> Polynomial:
     """chebyshev_polynomial_{t,u,v,w}_forward and their shifted_ forms, whose argument
     is y = 2x - 1 (with ATen's own grouping of each sum)."""
 
-    def body(o: _Ops, x, n):
+    def body(o: FloatOps, x, n):
         one = o.c(1.0)
         even = o.even(n)
         n1 = o.of_int(o.b.add(n, o.i(1)))  # (n + 1), in T
@@ -211,7 +211,7 @@ def _hermite(physicists: bool, limit: int) -> Polynomial:
     """hermite_polynomial_h_forward (physicists: H) and _he_forward; NaN past the
     type's limit (ATen's getHermitianLimit), and no NaN test in the loop."""
 
-    def body(o: _Ops, x, n):
+    def body(o: FloatOps, x, n):
         one = o.c(1.0)
         a = o.add(x, x) if physicists else x
         cases = [
@@ -231,7 +231,7 @@ def _hermite(physicists: bool, limit: int) -> Polynomial:
     return body
 
 
-def _laguerre(o: _Ops, x, n):
+def _laguerre(o: FloatOps, x, n):
     one = o.c(1.0)
     one_minus_x = o.sub(one, x)
     cases = [
@@ -248,7 +248,7 @@ def _laguerre(o: _Ops, x, n):
     return cases, Recurrence(one_minus_x, 1, "<", n, step)
 
 
-def _legendre(o: _Ops, x, n):
+def _legendre(o: FloatOps, x, n):
     one = o.c(1.0)
     even = o.even(n)
     cases = [
@@ -289,7 +289,7 @@ def _define_zeta(fn: ir.Function) -> None:
     x, q = fn.args
     entry, loop, step, tail, done = (fn.append_basic_block(s) for s in ("entry", "loop", "step", "tail", "done"))
     b = ir.IRBuilder(entry)
-    o = _Ops(b, F64)
+    o = FloatOps(b, F64)
     zero, one = o.c(0.0), o.c(1.0)
     neg_x = b.fneg(x)
     # The domain's edges, last to first so that the first that holds wins.

@@ -30,7 +30,7 @@ from strata.passes.decompositions.complex_values import (
 from strata.passes.decompositions.conversion import on_graph_device
 from strata.passes.decompositions.padding import _pairs as pads_by_dim
 from strata.passes.decompositions.padding import _padded
-from strata.passes.decompositions.shape import _is_negative, _slice_bounds
+from strata.passes.decompositions.shape import _is_negative, _slice_bounds, _slice_dim
 
 
 def _operand(b: PrimBuilder, name: str, dtype: str) -> SSAValue:
@@ -265,14 +265,7 @@ def slice_(op: AtenOp, b: PrimBuilder) -> SSAValue:
     if not isinstance(step, int) or step <= 0:
         raise Decline(f"slice step {step}")
     start, end = _slice_bounds(b.arg("start"), b.arg("end"), t.dims[d], step, b.out().dims[d])
-    return complex_of(b, _slice_pairs(b, pairs(b, x), d, start, end, step))
-
-
-def _slice_pairs(b: PrimBuilder, p: SSAValue, d: int, start, end, step: int = 1) -> SSAValue:
-    t = tensor_of(p)
-    starts, limits, steps = [0] * t.rank, list(t.dims), [1] * t.rank
-    starts[d], limits[d], steps[d] = start, end, step
-    return b.add(prim.SliceOp(p, starts, limits, steps))
+    return complex_of(b, _slice_dim(b, pairs(b, x), d, start, end, step))
 
 
 @decomposes_complex("aten::select.int")
@@ -283,7 +276,7 @@ def select(op: AtenOp, b: PrimBuilder) -> SSAValue:
     index = sym(b.arg("index"))
     if _is_negative(index):
         index = index + sym(t.dims[d])
-    one = _slice_pairs(b, pairs(b, x), d, index, index + 1)
+    one = _slice_dim(b, pairs(b, x), d, index, index + 1)
     return complex_of(b, b.reshape(one, [*b.out().dims, 2]))
 
 
