@@ -25,6 +25,7 @@ from strata.dialects.aten import AtenOp
 from strata.dialects.prim import dims_attr
 from strata.dialects.prim import dims_of as prim_dims_of
 from strata.dialects.types import TensorType
+from strata.passes.fusion.bias import add_biases_in_kernels
 from strata.passes.fusion.decisions import domain_text, info_enabled, log
 from strata.passes.fusion.indexing import contiguous_strides
 from strata.passes.fusion.layouts import CHANNELS_LAST, LAYOUT_ATTR, STRIDES_ATTR, choose_layouts
@@ -53,6 +54,7 @@ class FusePass(ModulePass):
 
     def apply(self, ctx: Context, op: ModuleOp) -> None:
         for fn in [o for o in op.ops if isinstance(o, func.FuncOp)]:
+            add_biases_in_kernels(fn)
             new_ops = lower_graph(fn, self.emulate_precision_casts)
             Rewriter.replace_op(fn, new_ops)
 
