@@ -23,7 +23,6 @@ from __future__ import annotations
 
 import contextlib
 import contextvars
-import hashlib
 import json
 import logging
 from collections.abc import Callable, Sequence
@@ -174,31 +173,18 @@ def check_wrapper(gm: torch.fx.GraphModule, example_inputs: Sequence[Any], captu
 
 
 def read(capture_key: str) -> tuple[str, list] | None:
-    data = cache.read(KIND, capture_key, SUFFIX)
-    if data is None:
-        return None
-    try:
-        entry = json.loads(data)
-        text = entry["module"]
-        if hashlib.sha256(text.encode()).hexdigest() != entry["digest"]:
-            raise ValueError("the module's digest does not match its text")
-        declines = [(str(a), None if b is None else str(b), str(c)) for a, b, c in entry["declines"]]
-    except Exception as e:  # noqa: BLE001 - a corrupt or foreign entry: compile afresh
-        log.info("capture cache entry %s is unreadable (%s: %s); compiling afresh", capture_key, type(e).__name__, e)
-        return None
-    return text, declines
+    from strata.runtime.graph_cache import read_program
+
+    return read_program(KIND, capture_key)
 
 
 def write(capture_key: str, capture: Capture) -> None:
     if not capture.cacheable or capture.module_text is None:
         log.info("capture not cached: %s", capture.why_not or "no forward graph was compiled")
         return
-    text = capture.module_text
-    entry = {"module": text, "digest": hashlib.sha256(text.encode()).hexdigest(), "declines": [list(d) for d in capture.declines]}
-    try:
-        cache.write(KIND, capture_key, SUFFIX, json.dumps(entry).encode())
-    except OSError:
-        pass  # the cache is an optimization: an unwritable directory costs time only
+    from strata.runtime.graph_cache import write_program
+
+    write_program(KIND, capture_key, capture.module_text, capture.declines)
 
 
 def as_dynamo_callable(boxed: Callable[[list], list]) -> Callable:

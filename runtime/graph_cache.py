@@ -52,26 +52,44 @@ def key(aten_text: str, pipeline: list[str], codegen: str, device: str, options:
     return cache.cache_key(KIND, aten_text, ",".join(pipeline), codegen, device, settings, source_digest())
 
 
-def read(graph_key: str) -> tuple[ModuleOp, list[tuple[str, str | None, str]]] | None:
-    """The kernel-level module and the declines stored under `graph_key`, or None."""
-    data = cache.read(KIND, graph_key, SUFFIX)
+def read_program(kind: str, key: str) -> tuple[str, list[tuple[str, str | None, str]]] | None:
+    """The program text and declines stored under `key` in the cache folder `kind`, or
+    None: a missing entry, or one that does not decode or whose text does not match its
+    digest (a corrupt or foreign entry: the caller compiles afresh)."""
+    data = cache.read(kind, key, SUFFIX)
     if data is None:
         return None
     try:
-        from strata.dialects.context import parse_module
-
         entry = json.loads(data)
         text = entry["module"]
         if hashlib.sha256(text.encode()).hexdigest() != entry["digest"]:
             raise ValueError("the module's digest does not match its text")
-        # Verified when it was written, and unchanged since (the digest): the verifiers
-        # would cost a third of a warm compile.
-        module = parse_module(text)
         declines = [(str(a), None if b is None else str(b), str(c)) for a, b, c in entry["declines"]]
-    except Exception as e:  # a corrupt or foreign entry: compile afresh
-        log.info("graph cache entry %s is unreadable (%s: %s); compiling afresh", graph_key, type(e).__name__, e)
+    except Exception as e:  # noqa: BLE001
+        log.info("%s cache entry %s is unreadable (%s: %s); compiling afresh", kind, key, type(e).__name__, e)
         return None
-    return module, declines
+    return text, declines
+
+
+def write_program(kind: str, key: str, text: str, declines: list) -> None:
+    entry = {"module": text, "digest": hashlib.sha256(text.encode()).hexdigest(), "declines": [list(d) for d in declines]}
+    try:
+        cache.write(kind, key, SUFFIX, json.dumps(entry).encode())
+    except OSError:
+        pass  # the cache is an optimization: an unwritable cache directory costs time only
+
+
+def read(graph_key: str) -> tuple[ModuleOp, list[tuple[str, str | None, str]]] | None:
+    """The kernel-level module and the declines stored under `graph_key`, or None."""
+    stored = read_program(KIND, graph_key)
+    if stored is None:
+        return None
+    from strata.dialects.context import parse_module
+
+    text, declines = stored
+    # Verified when it was written, and unchanged since (the digest): the verifiers
+    # would cost a third of a warm compile.
+    return parse_module(text), declines
 
 
 def merge_identical_kernels(module: ModuleOp) -> int:
@@ -103,9 +121,5 @@ def merge_identical_kernels(module: ModuleOp) -> int:
 def write(graph_key: str, module: ModuleOp, declines: list[tuple[str, str | None, str]]) -> str:
     """Stores the module; returns its text."""
     text = str(module)
-    entry = {"module": text, "digest": hashlib.sha256(text.encode()).hexdigest(), "declines": [list(d) for d in declines]}
-    try:
-        cache.write(KIND, graph_key, SUFFIX, json.dumps(entry).encode())
-    except OSError:
-        pass  # the cache is an optimization: an unwritable cache directory costs time only
+    write_program(KIND, graph_key, text, declines)
     return text
