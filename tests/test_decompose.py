@@ -215,7 +215,7 @@ DECLINED = [
     ("aten::lcm", [_i8(3, 4), _i8(3, 4)], {}, "i8"),
     ("aten::arange.start_step", [], {"start": 0.5, "end": 3, "step": 1, "dtype": torch.float32}, "start"),
     ("aten::as_strided", [rand(3, 4)], {"size": [2, 2], "stride": [1, 2]}, "storage layout is unknown"),
-    ("aten::index.Tensor", [rand(3, 4), [_bool(3), torch.tensor([0, 2])]], {}, "mask beside other indices"),
+    ("aten::index.Tensor", [rand(3, 4), [torch.tensor([True, False, True]), torch.tensor([0, 2])]], {}, "mask beside other indices"),
 ]
 
 
