@@ -10,16 +10,17 @@ import torch
 import strata
 
 
-def compiled(fn, *args, codegen: str = "llvm", dynamic: bool = False):
-    """fn(*args) compiled by strata (fresh Dynamo state); an eager fallback, a graph
-    run eagerly or a kernel left to the interpreter raises."""
+def compiled(fn, *args, codegen: str = "llvm", dynamic: bool = False, options: dict | None = None):
+    """fn(*args) compiled by strata (fresh Dynamo state) with `options` (their codegen
+    wins); an eager fallback, a graph run eagerly or a kernel left to the interpreter
+    raises."""
     torch._dynamo.reset()
     with warnings.catch_warnings():
         warnings.filterwarnings("error", message=".*no lowering covers.*")
         warnings.filterwarnings("error", message=".*runs eagerly.*")
         warnings.filterwarnings("error", message=".*kernel interpreter.*")
         warnings.filterwarnings("ignore", message=".*is deprecated.*")
-        return strata.compile(fn, dynamic=dynamic, options={"codegen": codegen})(*args)
+        return strata.compile(fn, dynamic=dynamic, options={"codegen": codegen, **(options or {})})(*args)
 
 
 def same(got, want, exact: bool = True) -> None:

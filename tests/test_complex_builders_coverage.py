@@ -7,7 +7,6 @@ checked on a graph marked as a CUDA one, run by the prim interpreter."""
 from __future__ import annotations
 
 import math
-import warnings
 
 import pytest
 import torch
@@ -16,6 +15,7 @@ from xdsl.dialects.builtin import ModuleOp, StringAttr
 from xdsl.ir import Block, Region
 
 import strata
+from strata.testing.no_fallback import compiled
 from strata.dialects import aten
 from strata.dialects.aten import AtenOp
 from strata.frontend.importer import tensor_type_of
@@ -29,12 +29,7 @@ EDGES = [0.0, -0.0, 1.5, -2.25, 1e30, -1e-30, INF, -INF, NAN]
 
 
 def _compiled(fn, *args, options=None):
-    torch._dynamo.reset()
-    with warnings.catch_warnings():
-        warnings.filterwarnings("error", message=".*no lowering covers.*")
-        warnings.filterwarnings("error", message=".*runs eagerly.*")
-        warnings.filterwarnings("error", message=".*kernel interpreter.*")
-        return strata.compile(fn, options=options or {})(*args)
+    return compiled(fn, *args, options=options)
 
 
 def _check(got, want):

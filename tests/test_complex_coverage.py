@@ -12,18 +12,14 @@ import pytest
 import torch
 
 import strata
+from strata.testing.no_fallback import compiled
 from strata.dialects.prim_complex import FftC2rOp, FftR2cOp, ViewAsComplexOp
 from strata.dialects.types import TensorType
 from strata.passes.decompositions.builder import Decline
 
 
 def _compiled(fn, *args, options=None):
-    torch._dynamo.reset()
-    with warnings.catch_warnings():
-        warnings.filterwarnings("error", message=".*no lowering covers.*")
-        warnings.filterwarnings("error", message=".*runs eagerly.*")
-        warnings.filterwarnings("error", message=".*kernel interpreter.*")
-        return strata.compile(fn, dynamic=False, options=options)(*args)
+    return compiled(fn, *args, options=options)
 
 
 def _same(got, want):

@@ -12,6 +12,7 @@ import pytest
 import torch
 
 import strata
+from strata.testing.no_fallback import compiled
 
 NAN, INF = math.nan, math.inf
 
@@ -23,12 +24,7 @@ def capture_flags():
 
 
 def _compiled(fn, *args, codegen=None):
-    torch._dynamo.reset()
-    with warnings.catch_warnings():
-        warnings.filterwarnings("error", message=".*no lowering covers.*")
-        warnings.filterwarnings("error", message=".*runs eagerly.*")
-        warnings.filterwarnings("error", message=".*kernel interpreter.*")
-        return strata.compile(fn, options={"codegen": codegen} if codegen else None)(*args)
+    return compiled(fn, *args, codegen=codegen or "llvm")
 
 
 def _same(got, want):

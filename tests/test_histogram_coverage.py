@@ -6,7 +6,6 @@ declines (f64 bin counts, a CUDA graph)."""
 from __future__ import annotations
 
 import math
-import warnings
 
 import pytest
 import torch
@@ -14,6 +13,7 @@ from xdsl.dialects import func
 from xdsl.dialects.builtin import StringAttr
 
 import strata
+from strata.testing.no_fallback import compiled
 from strata.dialects.aten import AtenOp
 from strata.passes.decompose import decompose
 from strata.testing.single_op import single_op_module
@@ -23,11 +23,7 @@ X = [0.0, 1.0, 2.5, 3.0, -1.0, 10.0, 7.25, NAN, INF, -INF, 4.0, 0.5, 9.999, 5.0]
 
 
 def _compiled(fn, *args):
-    torch._dynamo.reset()
-    with warnings.catch_warnings():
-        warnings.filterwarnings("error", message=".*no lowering covers.*")
-        warnings.filterwarnings("error", message=".*runs eagerly.*")
-        return strata.compile(fn)(*args)
+    return compiled(fn, *args)
 
 
 def _same(got, want, exact=True):

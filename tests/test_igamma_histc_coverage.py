@@ -7,12 +7,12 @@ large a near x for the asymptotic series; values on histc's edges and outside th
 from __future__ import annotations
 
 import math
-import warnings
 
 import pytest
 import torch
 
 import strata
+from strata.testing.no_fallback import compiled
 from strata.testing.checks import mismatch
 
 NAN, INF = math.nan, math.inf
@@ -20,12 +20,7 @@ BACKENDS = {"llvm": {}, "triton": {"codegen": "triton"}}
 
 
 def _compiled(fn, *args, options=None):
-    torch._dynamo.reset()
-    with warnings.catch_warnings():
-        warnings.filterwarnings("error", message=".*no lowering covers.*")
-        warnings.filterwarnings("error", message=".*runs eagerly.*")
-        warnings.filterwarnings("error", message=".*kernel interpreter.*")
-        return strata.compile(fn, options=options or {})(*args)
+    return compiled(fn, *args, options=options)
 
 
 def _check(got, want, exact=None):
