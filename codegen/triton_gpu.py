@@ -65,10 +65,10 @@ class CompiledKernel:
         self.name = name
         self.source = source
         self.module = module
-        self._run = _interpreted(launch) if interpret else launch
+        self.run = _interpreted(launch) if interpret else launch
 
     def __call__(self, buffers: list[torch.Tensor], symbols: list[int]) -> None:
-        self._run(buffers, symbols)
+        self.run(buffers, symbols)
 
     def __repr__(self) -> str:
         return f"<CompiledKernel {self.name} (triton)>"

@@ -62,13 +62,17 @@ class CallSite:
         self.device = self.stream = None
 
     def __call__(self, grid: tuple[int, ...], *args: Any) -> None:
+        # The hot path of every launch: one specialization key, one dict lookup, the
+        # launcher; no other Python call (each costs about a microsecond).
         if self.direct:
             key = _specialization(args)
             entry = self.entries.get(key)
-            if entry is not None and _idle(self.hooks.launch_enter_hook) and _idle(self.hooks.launch_exit_hook):
+            hooks = self.hooks
+            enter, exit_ = hooks.launch_enter_hook, hooks.launch_exit_hook
+            if entry is not None and (enter is None or _idle(enter)) and (exit_ is None or _idle(exit_)):
                 run, function, metadata = entry
-                stream = self.stream(self.device())
-                run(grid[0], grid[1] if len(grid) > 1 else 1, 1, stream, function, metadata, None, None, None, *args, *self.constants)
+                run(grid[0], grid[1] if len(grid) > 1 else 1, 1, self.stream(self.device()), function, metadata,
+                    None, None, None, *args, *self.constants)
                 return
             compiled = self.fn[grid](*args, **self.options)
             if key is not None and compiled is not None:
@@ -138,11 +142,15 @@ def _specialization(args: tuple) -> tuple | None:
     """What Triton specializes a compiled kernel on, or None for an argument the
     direct path does not handle."""
     spec = []
+    append = spec.append
     for a in args:
-        if isinstance(a, torch.Tensor):
-            spec.append(a.data_ptr() % 16 == 0)
+        if isinstance(a, Tensor):
+            append(a.data_ptr() % 16 == 0)
         elif type(a) is int:
-            spec.append((a == 1, a % 16 == 0, -(2**31) <= a < 2**31))
+            append((a == 1, a % 16 == 0, -2147483648 <= a < 2147483648))
         else:
             return None
     return tuple(spec)
+
+
+Tensor = torch.Tensor

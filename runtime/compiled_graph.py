@@ -6,10 +6,11 @@ slot per SSA value, numbered at construction), the shape symbols are bound by a 
 made in advance (which argument dim gives which symbol), and each step reads and
 writes registers: allocate a launch's outputs and call its kernel (compiled kernels
 through their raw entry point); run a library call or view (torch; views, mm and bmm
-of static shapes with their arguments worked out once, the others through the prim
-op's reference); run an eager fallback (aten op); draw the graph's random seeds, all
-at once (runtime/random_seeds.py). Inputs laid out differently from what the kernels
-were compiled for are copied into that layout first.
+of static shapes and a convolution's gradients (runtime/convolution_backward.py) with
+their arguments worked out once, the others through the prim op's reference); run an
+eager fallback (aten op); draw the graph's random seeds, all at once
+(runtime/random_seeds.py). Inputs laid out differently from what the kernels were
+compiled for are copied into that layout first.
 """
 
 from __future__ import annotations
@@ -29,8 +30,11 @@ from strata.dialects import prim
 from strata.dialects.prim import PrimOp
 from strata.dialects.prim_attention import ScaledDotProductAttentionOp
 from strata.dialects.prim_complex import COMPLEX_VIEW_OPS
+from strata.dialects.prim_convolution_backward import CONVOLUTION_BACKWARD_OPS
 from strata.dialects.prim_random import RandomSeedOp
 from strata.dialects.types import DTYPES, Dim, TensorType, bound_symbols, sym
+from strata.runtime.convolution_backward import convolution_backward_step
+from strata.runtime.allocation import contiguous_strides, fast_empty_strided
 from strata.runtime.layouts import launch_strides, result_format
 from strata.runtime.memory_plan import MemoryPlan, plan_memory
 from strata.runtime.random_seeds import draw_seeds_step
@@ -164,8 +168,8 @@ class CompiledGraph:
 
     # ------------------------------------------------------------ steps
     def _launch_step(self, op: kd.LaunchOp, func: kd.FuncOp) -> Step:
-        kernel = self.compile_kernel(func)
-        self.kernels[func.sym_name.data] = kernel
+        self.kernels[func.sym_name.data] = compiled = self.compile_kernel(func)
+        kernel = getattr(compiled, "run", compiled)  # the launch itself, one call fewer
         ins = [self._slot(v) for v in op.args]
         strides = launch_strides(op)
         outs = [
@@ -174,7 +178,7 @@ class CompiledGraph:
         ]
         names = func.symbol_names
         device = self.device
-        launch = getattr(kernel, "launch", None)  # compiled code: pointers straight in
+        launch = getattr(compiled, "launch", None)  # compiled code: pointers straight in
         empty = torch.empty
 
         static_strides = [None if st is None else _static(st) for *_, st in outs]
@@ -183,17 +187,18 @@ class CompiledGraph:
         )
         fixed = [(slot, static, dtype, s) for (slot, static, _, dtype, _), s in zip(outs, static_strides)]
         if static and launch is None:  # a Triton kernel: tensors in
+            alloc = fast_empty_strided(device)
+            planned = [
+                (slot, tuple(sizes), tuple(contiguous_strides(sizes) if st is None else st), dtype)
+                for slot, sizes, dtype, st in fixed
+            ]
 
             def tensors_step(regs: list, env: dict) -> None:
                 buffers = [regs[i] for i in ins]
-                for slot, sizes, dtype, st in fixed:
+                for slot, sizes, st, dtype in planned:
                     t = regs[slot]  # its place in the workspace, if planned
                     if t is None:
-                        t = regs[slot] = (
-                            empty(sizes, dtype=dtype, device=device)
-                            if st is None
-                            else torch.empty_strided(sizes, st, dtype=dtype, device=device)
-                        )
+                        t = regs[slot] = alloc(sizes, st, dtype)
                     buffers.append(t)
                 kernel(buffers, [env[n] for n in names] if names else ())
 
@@ -231,6 +236,8 @@ class CompiledGraph:
         return generic_step
 
     def _library_step(self, op: PrimOp) -> Step:
+        if isinstance(op, CONVOLUTION_BACKWARD_OPS):  # one library call, arguments made now
+            return convolution_backward_step(op, self._slot, self.device, result_format(op), size_fn)
         operands = [self._slot(v) for v in op.operands]
         result = self._slot(op.results[0])
         fast = _static_library_call(op, result_format(op), _only_viewed_by_library_calls(op.results[0]))

@@ -234,6 +234,8 @@ def _zoo_prim_op(draw, palette: Palette, block: Block, cls: type[Operation]) -> 
         grad = TensorType(prim._convolution_dims(x, w, stride, padding, dilation), "f32")
         if cls is prim_convolution_backward.ConvolutionBackwardInputOp:
             return cls(arg(grad), arg(TensorType(w, "f32")), x, stride, padding, dilation, groups)
+        if cls is prim_convolution_backward.ConvolutionBackwardOp:
+            return cls(arg(grad), arg(TensorType(x, "f32")), arg(TensorType(w, "f32")), stride, padding, dilation, groups)
         return cls(arg(grad), arg(TensorType(x, "f32")), w, stride, padding, dilation, groups)
     if cls is ScaledDotProductAttentionOp:
         bb, q_len, kv_len, e, ev = (draw(zoo_dims()) for _ in range(5))

@@ -849,7 +849,7 @@ def test_autotune_times_every_candidate_and_caches_the_winner(tmp_path, monkeypa
     monkeypatch.setenv("STRATA_CACHE_DIR", str(tmp_path))
     func = kernel_func(SOFTMAX.replace("x0*s1", "96*x0"), ["f32", "f32"], 1, "6", "96")
     kernel = compile_kernel(func, "cpu", max_autotune=True)
-    tuner = kernel._run.__closure__[0].cell_contents  # the interpreted launcher wraps the Autotuner
+    tuner = kernel.run.__closure__[0].cell_contents  # the interpreted launcher wraps the Autotuner
     assert isinstance(tuner, triton_autotune.Autotuner)
     x = randn(6, 96) * 3
     out = torch.empty(6, 96)

@@ -254,6 +254,7 @@ def prim_examples() -> dict[type, str]:
     conv_grad, conv_x, conv_w = t([2, 4, 4, "s0"]), t([2, 3, 8, "2*s0"]), t([4, 3, 3, 3])
     add(lambda a: prim_convolution_backward.ConvolutionBackwardInputOp(*a, conv_x.dims, [2, 2], [1, 1], [1, 1], 1), conv_grad, conv_w)
     add(lambda a: prim_convolution_backward.ConvolutionBackwardWeightOp(*a, conv_w.dims, [2, 2], [1, 1], [1, 1], 1), conv_grad, conv_x)
+    add(lambda a: prim_convolution_backward.ConvolutionBackwardOp(*a, [2, 2], [1, 1], [1, 1], 1), conv_grad, conv_x, conv_w)
     from strata.dialects import prim_indexing, prim_scan
 
     add(lambda a: prim_indexing.GatherOp(*a, 1), x, t([4, 3], "i64"))
