@@ -816,10 +816,11 @@ from strata.dialects.prim_linalg_householder import HOUSEHOLDER_OPS  # noqa: E40
 from strata.dialects.prim_linalg_eig import EIG_OPS  # noqa: E402  (likewise)
 from strata.dialects.prim_distance import DISTANCE_OPS  # noqa: E402  (likewise)
 from strata.dialects.prim_attention import ATTENTION_OPS  # noqa: E402  (likewise)
+from strata.dialects.prim_attention_training import FUSED_ATTENTION_OPS  # noqa: E402  (likewise)
 from strata.dialects.prim_complex import COMPLEX_OPS  # noqa: E402  (likewise)
 from strata.dialects.prim_data_dependent import DATA_DEPENDENT_OPS  # noqa: E402  (likewise)
 
-LIBRARY_OPS = (MmOp, BmmOp, AddmmOp, ConvolutionOp, *ATTENTION_OPS)
+LIBRARY_OPS = (MmOp, BmmOp, AddmmOp, ConvolutionOp, *ATTENTION_OPS, *FUSED_ATTENTION_OPS)
 
 Prim = Dialect(
     "prim",
@@ -849,6 +850,7 @@ Prim = Dialect(
         *EIG_OPS,
         *DISTANCE_OPS,
         *ATTENTION_OPS,
+        *FUSED_ATTENTION_OPS,
         *COMPLEX_OPS,
         *DATA_DEPENDENT_OPS,
     ],

@@ -7,9 +7,9 @@ outputs) or, with Core ATen decompositions, into bmm, softmax and bmm. strata lo
 attention to `prim.sdpa`, a library call that runs torch's fused kernels, so the graph
 Dynamo captured is rewritten first: each call with no dropout becomes `strata::sdpa`, a
 custom op AOTAutograd leaves alone, unless its mask would send torch to its math
-backend anyway (a mask whose last dim is strided): then, as every call
-of a training graph (attention_as_math), it becomes torch's math implementation, ops
-strata compiles and fuses (and, for training, differentiates).
+backend anyway (a mask whose last dim is strided): then it becomes torch's math
+implementation, ops strata compiles and fuses. A training graph's calls are rewritten
+by frontend/attention_training.py.
 """
 
 from __future__ import annotations
@@ -63,9 +63,11 @@ def keep_attention_whole(gm: torch.fx.GraphModule) -> int:
     it rewrote."""
     rewritten = 0
     additive: dict[tuple[torch.fx.Node, torch.dtype], torch.fx.Node] = {}
+    autocast = _autocast_dtypes(gm)
     for n, args in _calls(gm):
         if args.get("dropout_p", 0.0) != 0.0 or args.get("enable_gqa", False):
             continue
+        _cast_as_autocast_would(gm, n, args, autocast.get(n, {}))
         if not all(isinstance(args.get(k), bool | float | None) for k in ("is_causal", "scale")):
             continue  # a traced value where a constant goes: leave it to torch
         if _mask_sends_torch_to_math(args.get("attn_mask")):
@@ -86,19 +88,39 @@ def keep_attention_whole(gm: torch.fx.GraphModule) -> int:
     return rewritten
 
 
-def attention_as_math(gm: torch.fx.GraphModule) -> int:
-    """Rewrites each sdpa call of a training graph to torch's math implementation, so
-    that the backward graph is ordinary ops strata compiles. Left to AOTAutograd, sdpa
-    becomes a fused attention op whose backward (an eager kernel) reads the logsumexp
-    the forward saved, which the forward's Core ATen decomposition does not compute
-    the way that kernel expects."""
-    rewritten = 0
-    for n, args in _calls(gm):
-        _rewrite_as_math(gm, n, args)
-        rewritten += 1
-    if rewritten:
-        gm.recompile()
-    return rewritten
+def _autocast_dtypes(gm: torch.fx.GraphModule) -> dict[torch.fx.Node, dict[str, torch.dtype | None]]:
+    """The autocast dtype (None: autocast off) of each device type at each node: the
+    state the graph was compiled in, changed by the autocast regions Dynamo recorded
+    (_enter_autocast/_exit_autocast nodes)."""
+    state = {d: torch.get_autocast_dtype(d) if torch.is_autocast_enabled(d) else None for d in ("cpu", "cuda")}
+    saved: dict[torch.fx.Node, dict] = {}
+    at: dict[torch.fx.Node, dict] = {}
+    for n in gm.graph.nodes:
+        if n.op == "call_function" and n.target is torch.amp.autocast_mode._enter_autocast:
+            device, dtype, enabled = (list(n.args) + [None, None, True])[:3]
+            saved[n] = dict(state)
+            state[str(device)] = (dtype or torch.get_autocast_dtype(str(device))) if enabled else None
+        elif n.op == "call_function" and n.target is torch.amp.autocast_mode._exit_autocast:
+            state = saved.get(n.args[0], state)
+        at[n] = dict(state)
+    return at
+
+
+def _cast_as_autocast_would(gm: torch.fx.GraphModule, n: torch.fx.Node, args: dict[str, Any], dtypes: dict) -> None:
+    """Under autocast, sdpa casts its floating inputs (the mask too) to the autocast
+    dtype; strata's ops are not autocast ops, so the graph casts them first."""
+    q = _example(args["query"])
+    target = dtypes.get(q.device.type) if isinstance(q, torch.Tensor) else None
+    if target is None:
+        return
+    for name in ("query", "key", "value", "attn_mask"):
+        x = args.get(name)
+        value = _example(x)
+        if isinstance(value, torch.Tensor) and value.is_floating_point() and value.dtype != target:
+            with gm.graph.inserting_before(n):
+                cast = gm.graph.call_method("to", (x, target))
+            cast.meta["example_value"] = value.to(target)
+            args[name] = cast
 
 
 def _shared_additive_mask(gm: torch.fx.GraphModule, mask: Any, query: Any, made: dict) -> Any:

@@ -17,7 +17,8 @@ from torch._dynamo.backends.common import aot_autograd
 from torch._functorch.partitioners import min_cut_rematerialization_partition
 
 from strata.frontend import options as opts
-from strata.frontend.attention import attention_as_math, is_training, keep_attention_whole
+from strata.frontend.attention import is_training, keep_attention_whole
+from strata.frontend.attention_training import attention_for_training
 from strata.frontend import capture_cache
 from strata.frontend.compile_graph import compile_captured, compile_graph
 
@@ -36,7 +37,7 @@ def make_backend(mode: str | None = None, options: dict[str, Any] | None = None)
 
     def strata(gm: torch.fx.GraphModule, example_inputs):
         if is_training(example_inputs):
-            attention_as_math(gm)
+            attention_for_training(gm)
             return backend(gm, example_inputs)
         key = _capture_key(gm, example_inputs, resolved)
         if key is not None:

@@ -21,6 +21,7 @@ from xdsl.ir import Attribute, Block, Operation, Region, SSAValue
 
 from strata.dialects import aten, prim
 from strata.dialects.prim_attention import ScaledDotProductAttentionOp
+from strata.dialects.prim_attention_training import FUSED_ATTENTION_OPS, SdpaBackwardOp, SdpaForwardOp
 from strata.dialects import kernel as kd
 from strata.dialects.types import COMPLEX_DTYPES, DTYPES, Dim, TensorType, is_float, scalar_type, sym
 from strata.testing.aten_programs import _has_symbols, _symbolic_attr, set_argument
@@ -244,6 +245,17 @@ def _zoo_prim_op(draw, palette: Palette, block: Block, cls: type[Operation]) -> 
         mask = arg(TensorType([q_len, kv_len], "f32")) if draw(st.booleans()) else None
         scale = draw(st.one_of(st.none(), st.sampled_from([0.125, 0.5, 1.0])))
         return ScaledDotProductAttentionOp(q, k, v, mask, draw(st.booleans()), scale)
+    if cls in FUSED_ATTENTION_OPS:
+        bb, heads, q_len, kv_len, e, ev = (draw(zoo_dims()) for _ in range(6))
+        q = arg(TensorType([bb, heads, q_len, e], "bf16"))
+        k, v = arg(TensorType([bb, heads, kv_len, e], "bf16")), arg(TensorType([bb, heads, kv_len, ev], "bf16"))
+        mask = arg(TensorType([q_len, kv_len], "bf16")) if draw(st.booleans()) else None
+        flags = (draw(st.booleans()), draw(st.one_of(st.none(), st.sampled_from([0.125, 1.0]))), draw(st.sampled_from([1, 2, 3])))
+        lse = TensorType([bb, heads, q_len], "f32")
+        if cls is SdpaForwardOp:
+            return SdpaForwardOp(q, k, v, mask, lse, *flags)
+        out = arg(TensorType([bb, heads, q_len, ev], "bf16"))
+        return SdpaBackwardOp(arg(TensorType([bb, heads, q_len, ev], "bf16")), q, k, v, mask, out, arg(lse), *flags)
     from strata.testing.op_zoo_extra import ZOO_EXTRA_OPS, zoo_extra_op
 
     if cls in ZOO_EXTRA_OPS:

@@ -1,5 +1,7 @@
-"""Attention as one library call (prim.sdpa) in inference graphs; decomposed as before
-where a backward pass is needed or dropout draws random numbers."""
+"""Attention as one library call (prim.sdpa) in inference graphs, two in training
+graphs (prim.sdpa_forward and prim.sdpa_backward, torch's fused kernels both ways);
+decomposed where torch would run its math form, dropout draws random numbers, or the
+mask needs a gradient."""
 
 from __future__ import annotations
 
@@ -122,24 +124,72 @@ def test_a_boolean_mask_is_made_additive_once_for_all_calls(tmp_path):
     assert aten.count("= aten.logical_not") == 1 and aten.count('overload = "strata::sdpa"') == 2
 
 
+def _train(fn, args, needs_grad, options=None):
+    """fn's output and the gradients of the args that need them, compiled and eager."""
+    results = []
+    for f in (strata.compile(fn, options=options), fn):
+        for i in needs_grad:
+            args[i].grad = None
+        out = f(*args)
+        out.square().sum().backward()
+        results.append((out.detach(), [args[i].grad.clone() for i in needs_grad]))
+    return results
+
+
 @pytest.mark.parametrize("mask_kind", ["additive", "boolean"])
-def test_training_decomposes_and_matches_eager_gradients(mask_kind):
-    q, k, v, mask = _inputs("cpu")
+@pytest.mark.parametrize("target", TARGETS, ids=TARGET_IDS)
+def test_training_runs_the_fused_kernels_both_ways(target, mask_kind, tmp_path):
+    device, codegen = target
+    q, k, v, mask = _inputs(device)
     if mask_kind == "boolean":  # True: attend (GPT-2's causal mask in transformers)
-        mask = torch.ones(16, 16, dtype=torch.bool).tril()
+        mask = torch.ones(16, 16, dtype=torch.bool, device=device).tril()
     for t in (q, k, v):
         t.requires_grad_(True)
-    compiled = strata.compile(attention)
-    got = compiled(q, k, v, mask)
-    got.sum().backward()
-    grads = [t.grad.clone() for t in (q, k, v)]
-    for t in (q, k, v):
-        t.grad = None
-    want = attention(q, k, v, mask)
-    want.sum().backward()
+    options = {"codegen": codegen, "trace.enabled": True, "trace.dir": str(tmp_path)}
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")  # no eager fallback
+        (got, got_grads), (want, want_grads) = _train(attention, [q, k, v, mask], (0, 1, 2), options)
     torch.testing.assert_close(got, want, atol=1e-5, rtol=1e-5)
-    for g, t in zip(grads, (q, k, v)):
-        torch.testing.assert_close(g, t.grad, atol=1e-5, rtol=1e-5)
+    for g, w in zip(got_grads, want_grads):
+        torch.testing.assert_close(g, w, atol=1e-5, rtol=1e-5)
+    programs = [p.read_text() for p in sorted(tmp_path.glob("graph_*/2_kernel.mlir"))]
+    assert sum(p.count("prim.sdpa_forward") for p in programs) == 2
+    assert sum(p.count("prim.sdpa_backward") for p in programs) == 2
+    assert not any("prim.bmm" in p for p in programs)  # no scores matrix, either way
+
+
+def test_training_under_autocast_casts_the_mask_as_sdpa_does(tmp_path):
+    # Under autocast sdpa casts q, k, v and a float mask to the autocast dtype
+    # (transformers builds its mask in f32); strata's ops are not autocast ops, so the
+    # rewrite casts them, and the fused kernels run in bf16 both ways.
+    torch.manual_seed(0)
+    x = torch.randn(2, 16, 32, requires_grad=True)
+    w = torch.randn(32, 96, requires_grad=True)
+    mask = torch.randn(16, 16)
+
+    def f(x, w, mask):
+        with torch.autocast("cpu", dtype=torch.bfloat16):
+            q, k, v = (x @ w).view(2, 16, 3, 4, 8).permute(2, 0, 3, 1, 4)
+            return F.scaled_dot_product_attention(q, k, v, attn_mask=mask)
+
+    options = {"trace.enabled": True, "trace.dir": str(tmp_path)}
+    (got, got_grads), (want, want_grads) = _train(f, [x, w, mask], (0, 1), options)
+    assert got.dtype == want.dtype == torch.bfloat16
+    torch.testing.assert_close(got, want)
+    for g, w_ in zip(got_grads, want_grads):
+        torch.testing.assert_close(g, w_)
+    programs = "".join(p.read_text() for p in tmp_path.glob("graph_*/1_prim.mlir"))
+    assert "prim.sdpa_forward" in programs and "prim.sdpa_backward" in programs
+
+
+def test_a_mask_that_needs_a_gradient_trains_through_the_math_form():
+    q, k, v, mask = _inputs("cpu")
+    for t in (q, k, v, mask):
+        t.requires_grad_(True)
+    (got, got_grads), (want, want_grads) = _train(attention, [q, k, v, mask], (0, 1, 2, 3))
+    torch.testing.assert_close(got, want, atol=1e-5, rtol=1e-5)
+    for g, w in zip(got_grads, want_grads):
+        torch.testing.assert_close(g, w, atol=1e-5, rtol=1e-5)
 
 
 def test_dropout_is_left_to_torch():

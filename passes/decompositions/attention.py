@@ -1,4 +1,5 @@
-"""strata::sdpa (frontend/attention.py) → prim.sdpa, a library call."""
+"""strata::sdpa (frontend/attention.py) → prim.sdpa, and strata::sdpa_forward/backward
+(frontend/attention_training.py) → prim.sdpa_forward/backward: library calls."""
 
 from __future__ import annotations
 
@@ -7,6 +8,8 @@ from xdsl.ir import SSAValue
 from strata.dialects.aten import AtenOp
 from strata.frontend import attention as _registers_strata_sdpa  # noqa: F401  (the op's schema)
 from strata.dialects.prim_attention import ScaledDotProductAttentionOp
+from strata.dialects.prim_attention_training import SdpaBackwardOp, SdpaForwardOp
+from strata.frontend import attention_training as _registers_training_ops  # noqa: F401  (their schemas)
 from strata.passes.decompositions.builder import Decline, PrimBuilder, tensor_of
 from strata.passes.decompositions.rules import decomposes
 
@@ -18,3 +21,25 @@ def sdpa(op: AtenOp, b: PrimBuilder) -> SSAValue:
         raise Decline("query, key and value of different dtypes")
     scale = b.arg("scale")
     return b.add(ScaledDotProductAttentionOp(q, k, v, mask, bool(b.arg("is_causal")), None if scale is None else float(scale)))
+
+
+def _flags(b: PrimBuilder) -> tuple[bool, float | None, int]:
+    scale = b.arg("scale")
+    return bool(b.arg("is_causal")), None if scale is None else float(scale), int(b.arg("backend"))
+
+
+@decomposes("strata::sdpa_forward")
+def sdpa_forward(op: AtenOp, b: PrimBuilder) -> list[SSAValue]:
+    q, k, v, mask = b.arg("q"), b.arg("k"), b.arg("v"), b.arg("attn_mask")
+    call = SdpaForwardOp(q, k, v, mask, b.out(1), *_flags(b))
+    if call.out.type != b.out(0):
+        raise Decline(f"prim.sdpa_forward gives {call.out.type} where the op declares {b.out(0)}")
+    b.add(call)
+    return list(call.results)
+
+
+@decomposes("strata::sdpa_backward")
+def sdpa_backward(op: AtenOp, b: PrimBuilder) -> list[SSAValue]:
+    args = [b.arg(n) for n in ("grad", "q", "k", "v", "attn_mask", "out", "lse")]
+    b.add(SdpaBackwardOp(*args, *_flags(b)))
+    return list(b.ops[-1].results)

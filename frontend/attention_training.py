@@ -1,0 +1,158 @@
+"""Attention in a training graph: torch's fused kernels forward and backward.
+
+A training graph's sdpa call becomes `strata::sdpa_forward` (the output and the
+log-sum-exp of each query's scores) and its backward `strata::sdpa_backward`, custom ops
+AOTAutograd differentiates through the formula registered here, so the compiled
+backward reads what the forward saved: the fused backward kernel (flash, cuDNN or
+memory-efficient attention on CUDA, the blocked flash kernel on the CPU) never builds
+the [L, S] matrix of scores. Written as math instead (bmm, softmax, bmm and their
+gradients), attention moved those scores through memory five times a layer and took
+half of GPT-2's training step on an H200.
+
+The kernel is chosen once, when the graph is rewritten, as torch's sdpa would choose it
+for the traced inputs (`torch._fused_sdp_choice`), and travels as the ops' `backend`
+argument, so forward and backward use the same one. A call torch would run as math
+(an unsupported mask, dtype or head size), with dropout, grouped-query heads, or a
+mask that needs a gradient stays math (frontend/attention.py's rewrite), as before.
+"""
+
+from __future__ import annotations
+
+import operator
+from typing import Any
+
+import torch
+import torch.fx
+
+from strata.dialects.prim_attention_training import CPU_OR_CUDA_BACKENDS, fused_backward, fused_forward
+from strata.frontend.attention import (
+    _autocast_dtypes,
+    _calls,
+    _cast_as_autocast_would,
+    _example,
+    _mask_sends_torch_to_math,
+    _replace,
+    _rewrite_as_math,
+    _shared_additive_mask,
+)
+
+
+
+def attention_for_training(gm: torch.fx.GraphModule) -> int:
+    """Rewrites each sdpa call of a training graph to strata::sdpa_forward where a fused
+    kernel takes it, else to torch's math implementation; returns how many it rewrote."""
+    rewritten = 0
+    additive: dict = {}
+    autocast = _autocast_dtypes(gm)
+    for n, args in _calls(gm):
+        _cast_as_autocast_would(gm, n, args, autocast.get(n, {}))
+        backend = _fused_backend(args)
+        if backend is None:
+            _rewrite_as_math(gm, n, args)
+        else:
+            mask = _shared_additive_mask(gm, args.get("attn_mask"), args["query"], additive)
+            with gm.graph.inserting_before(n):
+                call = gm.graph.call_function(
+                    torch.ops.strata.sdpa_forward.default,
+                    (args["query"], args["key"], args["value"], mask, bool(args.get("is_causal", False)), args.get("scale"), backend),
+                )
+                out = gm.graph.call_function(operator.getitem, (call, 0))
+            _replace(gm, n, out)
+        rewritten += 1
+    if rewritten:
+        gm.recompile()
+    return rewritten
+
+
+def _fused_backend(args: dict[str, Any]) -> int | None:
+    """The fused kernel torch's sdpa would run for these traced inputs, where strata's
+    ops take it; None for the math implementation."""
+    if args.get("dropout_p", 0.0) != 0.0 or args.get("enable_gqa", False):
+        return None
+    if not all(isinstance(args.get(k), bool | float | None) for k in ("is_causal", "scale")):
+        return None
+    q, k, v = (_example(args[name]) for name in ("query", "key", "value"))
+    mask = args.get("attn_mask")
+    if mask is not None and not isinstance(mask, torch.fx.Node):
+        return None
+    m = _example(mask) if mask is not None else None
+    if not all(isinstance(t, torch.Tensor) for t in (q, k, v)) or (mask is not None and not isinstance(m, torch.Tensor)):
+        return None
+    if q.dim() != 4 or not (q.dtype == k.dtype == v.dtype) or not q.is_floating_point():
+        return None
+    if m is not None and (m.requires_grad or _mask_sends_torch_to_math(m)):
+        return None
+    if m is not None and m.dtype == torch.bool:
+        m = torch.zeros_like(m, dtype=q.dtype)  # what sdpa sees once the mask is additive
+    if q.size(-1) % 8 or v.size(-1) % 8:
+        return None  # torch pads these for its flash kernel; left to math
+    # On fake tensors torch's choice is always math: it is made on real ones, unset.
+    q, k, v, m = (None if t is None else _real_like(t) for t in (q, k, v, m))
+    try:
+        choice = int(torch._fused_sdp_choice(q, k, v, m, 0.0, bool(args.get("is_causal", False)), scale=args.get("scale")))
+    except RuntimeError:
+        return None
+    return choice if choice in CPU_OR_CUDA_BACKENDS.get(q.device.type, ()) else None
+
+
+def _real_like(t: torch.Tensor) -> torch.Tensor:
+    """An uninitialized tensor with t's metadata (a symbolic size at its hint)."""
+    hint = lambda xs: [x.node.hint if isinstance(x, torch.SymInt) else x for x in xs]  # noqa: E731
+    real = torch.empty_strided(hint(t.shape), hint(t.stride()), dtype=t.dtype, device=t.device)
+    return real.requires_grad_(t.requires_grad)
+
+
+@torch.library.custom_op("strata::sdpa_forward", mutates_args=())
+def sdpa_forward(
+    q: torch.Tensor,
+    k: torch.Tensor,
+    v: torch.Tensor,
+    attn_mask: torch.Tensor | None,
+    is_causal: bool,
+    scale: float | None,
+    backend: int,
+) -> tuple[torch.Tensor, torch.Tensor]:
+    out, lse = fused_forward(q, k, v, attn_mask, is_causal, scale, backend)
+    return out, lse
+
+
+@sdpa_forward.register_fake
+def _(q, k, v, attn_mask, is_causal, scale, backend):
+    return fused_forward(q, k, v, attn_mask, is_causal, scale, backend)  # torch's meta kernels
+
+
+@torch.library.custom_op("strata::sdpa_backward", mutates_args=())
+def sdpa_backward(
+    grad: torch.Tensor,
+    q: torch.Tensor,
+    k: torch.Tensor,
+    v: torch.Tensor,
+    attn_mask: torch.Tensor | None,
+    out: torch.Tensor,
+    lse: torch.Tensor,
+    is_causal: bool,
+    scale: float | None,
+    backend: int,
+) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+    dq, dk, dv = fused_backward(grad, q, k, v, attn_mask, out, lse, is_causal, scale, backend)
+    return dq, dk, dv
+
+
+@sdpa_backward.register_fake
+def _(grad, q, k, v, attn_mask, out, lse, is_causal, scale, backend):
+    return torch.empty_like(q), torch.empty_like(k), torch.empty_like(v)
+
+
+def _setup_context(ctx, inputs, output) -> None:
+    q, k, v, mask, is_causal, scale, backend = inputs
+    ctx.save_for_backward(q, k, v, mask, *output)
+    ctx.flags = (is_causal, scale, backend)
+
+
+def _gradient(ctx, grad_out, grad_lse):
+    q, k, v, mask, out, lse = ctx.saved_tensors
+    dq, dk, dv = sdpa_backward(grad_out, q, k, v, mask, out, lse, *ctx.flags)
+    return dq, dk, dv, None, None, None, None
+
+
+sdpa_forward.register_autograd(_gradient, setup_context=_setup_context)
