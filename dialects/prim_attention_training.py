@@ -84,9 +84,7 @@ def fused_backward(grad, q, k, v, mask, out, lse, is_causal: bool, scale: float 
         return aten._scaled_dot_product_flash_attention_for_cpu_backward(
             grad, q, k, v, out, lse, 0.0, is_causal, attn_mask=mask, scale=scale
         )
-    # With no dropout the kernels read no random state: empty stand-ins for it.
-    seed = torch.empty((), dtype=torch.int64, device=q.device)
-    offset = torch.empty((), dtype=torch.int64, device=q.device)
+    seed, offset = _no_random_state(q.device)
     L, S = q.size(2), k.size(2)
     if backend == FLASH:
         return aten._scaled_dot_product_flash_attention_backward(
@@ -101,6 +99,18 @@ def fused_backward(grad, q, k, v, mask, out, lse, is_causal: bool, scale: float 
         grad, q, k, v, bias, out, lse, seed, offset, 0.0, [True, True, True, False], is_causal, scale=scale
     )
     return dq, dk, dv
+
+
+_RANDOM_STATE: dict[torch.device, tuple[torch.Tensor, torch.Tensor]] = {}
+
+
+def _no_random_state(device: torch.device) -> tuple[torch.Tensor, torch.Tensor]:
+    """With no dropout the kernels read no random state: stand-ins for its seed and
+    offset, made once per device (two allocations a call otherwise)."""
+    state = _RANDOM_STATE.get(device)
+    if state is None:
+        state = _RANDOM_STATE[device] = tuple(torch.empty((), dtype=torch.int64, device=device) for _ in range(2))
+    return state
 
 
 def _flags(is_causal: bool, scale: float | None, backend: int) -> dict[str, Attribute]:

@@ -29,6 +29,7 @@ from strata.dialects import kernel as kd
 from strata.dialects import prim
 from strata.dialects.prim import PrimOp
 from strata.dialects.prim_attention import ScaledDotProductAttentionOp
+from strata.dialects.prim_attention_training import FUSED_ATTENTION_OPS
 from strata.dialects.prim_complex import COMPLEX_VIEW_OPS
 from strata.dialects.prim_convolution_backward import CONVOLUTION_BACKWARD_OPS
 from strata.dialects.prim_random import RandomSeedOp
@@ -278,13 +279,13 @@ class CompiledGraph:
         keep_layout = isinstance(op, prim.VIEW_OPS)
         memory_format = result_format(op)
         if len(op.results) > 1:  # prim.sort, prim.topk: one register per result
-            results = [self._slot(r) for r in op.results]
+            results = [(self._slot(r), _layout_free(r)) for r in op.results]
 
             def multi_step(regs: list, env: dict) -> None:
                 with bound_symbols(env):
                     outs = op.reference(*[regs[i] for i in operands])
-                for r, t in zip(results, outs):
-                    regs[r] = t.contiguous()
+                for (r, as_made), t in zip(results, outs):
+                    regs[r] = t if as_made else t.contiguous()
 
             return multi_step
 
@@ -404,6 +405,27 @@ def _layout_check(t: TensorType, strides: Sequence[Dim]) -> Callable[[torch.Tens
         return relayout(x, sizes_of(env), strides_of(env))
 
     return check
+
+
+def _layout_free(v: SSAValue) -> bool:
+    """Whether every reader of v takes it with any strides: library calls that hand
+    their operands to torch as they are, the graph's results (a library result returned
+    as the library made it is what eager returns: torch's meta kernel gave the traced
+    strides), and views whose own readers are so. Then v keeps the layout its library
+    call gave it (torch's fused attention writes [B, L, H, E] in memory for [B, H, L, E]):
+    made contiguous, it would be copied here and copied back where a view or the
+    backward graph wants the library's layout."""
+    for use in v.uses:
+        reader = use.operation
+        if isinstance(reader, prim.VIEW_OPS):
+            if not _layout_free(reader.results[0]):
+                return False
+        elif not isinstance(reader, _READS_ANY_STRIDES):
+            return False
+    return True
+
+
+_READS_ANY_STRIDES = (kd.ReturnOp, prim.MmOp, prim.BmmOp, prim.AddmmOp, ScaledDotProductAttentionOp, *FUSED_ATTENTION_OPS)
 
 
 def _only_viewed_by_library_calls(v: SSAValue) -> bool:
