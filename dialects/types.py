@@ -15,6 +15,7 @@ from functools import lru_cache
 
 import sympy
 import torch
+import torch.utils._sympy.functions as _torch_sympy
 from xdsl.dialects.builtin import (
     ArrayAttr,
     BFloat16Type,
@@ -116,6 +117,17 @@ _SYMPY_FUNCS = {
     "Max": sympy.Max,
     "Min": sympy.Min,
 }
+# torch's own functions in the expressions its ShapeEnv writes (a softmax scale
+# 1/sqrt(E) of a symbolic head size is FloatPow(FloatTrueDiv(1.0, ...), 0.5)): parsed as
+# themselves, they evaluate once their symbols have values.
+_SYMPY_FUNCS.update(
+    (name, getattr(_torch_sympy, name))
+    for name in (
+        "ToFloat", "FloatTrueDiv", "IntTrueDiv", "FloatPow", "PowByNatural", "TruncToFloat", "TruncToInt",
+        "RoundToInt", "RoundDecimal", "CeilToInt", "FloorToInt", "Identity",
+    )
+    if hasattr(_torch_sympy, name)
+)
 
 
 @lru_cache(maxsize=None)

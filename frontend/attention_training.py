@@ -78,16 +78,20 @@ def _fused_backend(args: dict[str, Any]) -> int | None:
     m = _example(mask) if mask is not None else None
     if not all(isinstance(t, torch.Tensor) for t in (q, k, v)) or (mask is not None and not isinstance(m, torch.Tensor)):
         return None
-    if q.dim() != 4 or not (q.dtype == k.dtype == v.dtype) or not q.is_floating_point():
-        return None
     if m is not None and (m.requires_grad or _mask_sends_torch_to_math(m)):
+        return None
+    # On fake tensors torch's choice is always math: it is made on real ones, unset, of
+    # the traced metadata (symbolic sizes at their hints) but one batch element.
+    try:
+        q, k, v, m = (None if t is None else _real_like(t) for t in (q, k, v, m))
+    except (TypeError, RuntimeError):  # a size with no hint (data-dependent)
+        return None
+    if q.dim() != 4 or not (q.dtype == k.dtype == v.dtype) or not q.is_floating_point():
         return None
     if m is not None and m.dtype == torch.bool:
         m = torch.zeros_like(m, dtype=q.dtype)  # what sdpa sees once the mask is additive
     if q.size(-1) % 8 or v.size(-1) % 8:
         return None  # torch pads these for its flash kernel; left to math
-    # On fake tensors torch's choice is always math: it is made on real ones, unset.
-    q, k, v, m = (None if t is None else _real_like(t) for t in (q, k, v, m))
     try:
         choice = int(torch._fused_sdp_choice(q, k, v, m, 0.0, bool(args.get("is_causal", False)), scale=args.get("scale")))
     except RuntimeError:
@@ -96,9 +100,16 @@ def _fused_backend(args: dict[str, Any]) -> int | None:
 
 
 def _real_like(t: torch.Tensor) -> torch.Tensor:
-    """An uninitialized tensor with t's metadata (a symbolic size at its hint)."""
-    hint = lambda xs: [x.node.hint if isinstance(x, torch.SymInt) else x for x in xs]  # noqa: E731
-    real = torch.empty_strided(hint(t.shape), hint(t.stride()), dtype=t.dtype, device=t.device)
+    """An uninitialized tensor with t's metadata, a symbolic size at its hint, and a
+    4-d tensor's batch of one (the choice does not depend on how many, and a batch of
+    long sequences would take memory the compile does not need)."""
+    hint = lambda xs: [int(x.node.hint) if isinstance(x, torch.SymInt) else x for x in xs]  # noqa: E731
+    # An empty tensor is chosen for as if it were not: fused_forward computes empty ones
+    # without a kernel.
+    sizes = [max(n, 1) for n in hint(t.shape)]
+    if len(sizes) == 4:
+        sizes[0] = 1
+    real = torch.empty_strided(sizes, hint(t.stride()), dtype=t.dtype, device=t.device)
     return real.requires_grad_(t.requires_grad)
 
 
@@ -118,6 +129,11 @@ def sdpa_forward(
 
 @sdpa_forward.register_fake
 def _(q, k, v, attn_mask, is_causal, scale, backend):
+    # What attention requires of the sizes, stated so that symbolic ones are known
+    # equal (an empty batch traces no op that would relate them).
+    for a, b in ((q.shape[:2], k.shape[:2]), (k.shape[:3], v.shape[:3]), (q.shape[3:], k.shape[3:])):
+        for x, y in zip(a, b):
+            torch._check(x == y)
     return fused_forward(q, k, v, attn_mask, is_causal, scale, backend)  # torch's meta kernels
 
 

@@ -82,7 +82,8 @@ def scalar_value(expr: sympy.Expr, bindings: dict) -> int | float | bool:
     value = expr.xreplace({s: sympy.sympify(bindings[s.name]) for s in expr.free_symbols})
     if value.is_Boolean:
         return bool(value)
-    return float(value) if floats else int(value)  # sizes as concrete() reads them
+    # A float of sizes (a softmax scale 1/sqrt(E) of a symbolic E) is a float too.
+    return float(value) if floats or (value.is_number and not value.is_Integer) else int(value)
 
 
 def reads_data_on_host(module: Operation) -> bool:

@@ -208,3 +208,45 @@ def test_dynamic_sequence_lengths():
         for L in (5, 9, 17):
             args = _inputs("cpu", L=L, S=L)
             torch.testing.assert_close(compiled(*args), attention(*args), atol=1e-5, rtol=1e-5)
+
+
+def test_dynamic_sizes_in_training_use_the_fused_kernels():
+    # One graph for every sequence length (symbolic sizes, the kernel chosen at their
+    # hints); an empty batch or sequence is computed without the kernels, which take
+    # none (the CPU's divides by the length).
+    compiled = strata.compile(attention, dynamic=True)
+    for B, L in ((2, 5), (3, 9), (2, 17), (0, 6), (2, 0)):
+        args = list(_inputs("cpu", L=L, S=L))
+        args = [torch.randn(B, *a.shape[1:]) if a.dim() == 4 else a for a in args]
+        for t in args[:3]:
+            t.requires_grad_(True)
+        got = compiled(*args)
+        got.square().sum().backward()
+        got_grads = [t.grad for t in args[:3]]
+        want = attention(*[t.detach().requires_grad_(t.requires_grad) for t in args])
+        torch.testing.assert_close(got, want, atol=1e-5, rtol=1e-5)
+        if B and L:
+            ref = [t.detach().clone().requires_grad_() for t in args[:3]]
+            attention(*ref, args[3]).square().sum().backward()
+            for g, r in zip(got_grads, ref):
+                torch.testing.assert_close(g, r.grad, atol=1e-5, rtol=1e-5)
+
+
+def test_symbolic_head_size_with_a_mask_torch_runs_as_math():
+    # dynamic=True makes the head size symbolic too: the math form's scale is then
+    # 1/sqrt(E) of a symbol, which an eager step evaluates as a float (it was an int,
+    # or no value at all).
+    def f(q, k, v, mask):
+        return F.scaled_dot_product_attention(q, k, v, attn_mask=mask)
+
+    compiled = strata.compile(f, dynamic=True)
+    for L, E in ((5, 8), (7, 16)):
+        q = torch.randn(2, 3, L, E, requires_grad=True)
+        mask = (torch.rand(2, 1, L, 1) > 0.3).expand(2, 1, L, L)
+        got = compiled(q, q, q, mask)
+        got.sum().backward()
+        grad, q.grad = q.grad, None
+        want = f(q, q, q, mask)
+        want.sum().backward()
+        torch.testing.assert_close(got, want, atol=1e-5, rtol=1e-5)
+        torch.testing.assert_close(grad, q.grad, atol=1e-5, rtol=1e-5)
