@@ -60,7 +60,13 @@ def fused_forward(q, k, v, mask, is_causal: bool, scale: float | None, backend: 
 
 
 def _nonempty(*xs: torch.Tensor) -> bool:
-    return all(x.numel() != 0 for x in xs) if not any(isinstance(x, torch._subclasses.FakeTensor) for x in xs) else True
+    return all(x.numel() != 0 for x in xs)
+
+
+def fused_forward_meta(q, k, v, mask, is_causal: bool, scale: float | None, backend: int) -> tuple[torch.Tensor, torch.Tensor]:
+    """fused_forward's results on fake tensors: the kernel's meta function, whatever
+    the (possibly symbolic) sizes."""
+    return _kernel_forward(q, k, v, mask, is_causal, scale, backend, q.device.type)
 
 
 def _kernel_forward(q, k, v, mask, is_causal: bool, scale: float | None, backend: int, device: str):
