@@ -184,8 +184,8 @@ class SdpaForwardOp(_FusedAttention):
             raise VerifyException(f"prim.sdpa_forward: the log-sum-exp is {lse}, expected f32 [B, …]")
         check_result_types(self, [self.infer_type(), lse])
 
-    def reference(self, q, k, v, mask=None):
-        return fused_forward(q, k, v, mask, *self.flags())
+    def reference(self, *operands):
+        return fused_attention_call(self)(*operands)
 
 
 @irdl_op_definition
@@ -217,8 +217,17 @@ class SdpaBackwardOp(_FusedAttention):
             raise VerifyException(f"prim.sdpa_backward: the output's gradient {grad} is not of out {out}")
         check_result_types(self, [q, k, v])
 
-    def reference(self, grad, q, k, v, out, lse, mask=None):
-        return tuple(fused_backward(grad, q, k, v, mask, out, lse, *self.flags()))
+    def reference(self, *operands):
+        return tuple(fused_attention_call(self)(*operands))
 
 
 FUSED_ATTENTION_OPS = (SdpaForwardOp, SdpaBackwardOp)
+
+
+def fused_attention_call(op: SdpaForwardOp | SdpaBackwardOp):
+    """The op's reference with its flags read from the IR now, not on every call (the
+    runtime's step)."""
+    flags = op.flags()
+    if isinstance(op, SdpaForwardOp):
+        return lambda q, k, v, mask=None: fused_forward(q, k, v, mask, *flags)
+    return lambda grad, q, k, v, out, lse, mask=None: fused_backward(grad, q, k, v, mask, out, lse, *flags)

@@ -29,7 +29,7 @@ from strata.dialects import kernel as kd
 from strata.dialects import prim
 from strata.dialects.prim import PrimOp
 from strata.dialects.prim_attention import ScaledDotProductAttentionOp
-from strata.dialects.prim_attention_training import FUSED_ATTENTION_OPS
+from strata.dialects.prim_attention_training import FUSED_ATTENTION_OPS, fused_attention_call
 from strata.dialects.prim_complex import COMPLEX_VIEW_OPS
 from strata.dialects.prim_convolution_backward import CONVOLUTION_BACKWARD_OPS
 from strata.dialects.prim_random import RandomSeedOp
@@ -280,6 +280,15 @@ class CompiledGraph:
         memory_format = result_format(op)
         if len(op.results) > 1:  # prim.sort, prim.topk: one register per result
             results = [(self._slot(r), _layout_free(r)) for r in op.results]
+            if isinstance(op, FUSED_ATTENTION_OPS):  # its flags read once, here
+                kernel = fused_attention_call(op)
+
+                def attention_step(regs: list, env: dict) -> None:
+                    outs = kernel(*[regs[i] for i in operands])
+                    for (r, as_made), t in zip(results, outs):
+                        regs[r] = t if as_made else t.contiguous()
+
+                return attention_step
 
             def multi_step(regs: list, env: dict) -> None:
                 with bound_symbols(env):
