@@ -282,17 +282,15 @@ class CompiledGraph:
             results = [(self._slot(r), _layout_free(r)) for r in op.results]
             if isinstance(op, FUSED_ATTENTION_OPS):  # its flags read once, here
                 kernel = fused_attention_call(op)
+                run = lambda args, env: kernel(*args)  # noqa: E731
+            else:
 
-                def attention_step(regs: list, env: dict) -> None:
-                    outs = kernel(*[regs[i] for i in operands])
-                    for (r, as_made), t in zip(results, outs):
-                        regs[r] = t if as_made else t.contiguous()
-
-                return attention_step
+                def run(args: list, env: dict) -> Any:
+                    with bound_symbols(env):
+                        return op.reference(*args)
 
             def multi_step(regs: list, env: dict) -> None:
-                with bound_symbols(env):
-                    outs = op.reference(*[regs[i] for i in operands])
+                outs = run([regs[i] for i in operands], env)
                 for (r, as_made), t in zip(results, outs):
                     regs[r] = t if as_made else t.contiguous()
 
