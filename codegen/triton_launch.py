@@ -69,7 +69,13 @@ class CallSite:
             entry = self.entries.get(key)
             hooks = self.hooks
             enter, exit_ = hooks.launch_enter_hook, hooks.launch_exit_hook
-            if entry is not None and (enter is None or _idle(enter)) and (exit_ is None or _idle(exit_)):
+            # Launch hooks idle: None (Triton 3.9) or an empty HookChain (Triton 3.6,
+            # whose hooks are never None), tested here rather than in a function call.
+            if (
+                entry is not None
+                and (enter is None or not getattr(enter, "calls", _BUSY))
+                and (exit_ is None or not getattr(exit_, "calls", _BUSY))
+            ):
                 run, function, metadata = entry
                 run(grid[0], grid[1] if len(grid) > 1 else 1, 1, self.stream(self.device()), function, metadata,
                     None, None, None, *args, *self.constants)
@@ -132,25 +138,17 @@ def _current_device_and_stream() -> tuple[Any, Any]:
     return driver.active.get_current_device, driver.active.get_current_stream
 
 
-def _idle(hook: Any) -> bool:
-    """Whether a launch hook does nothing: None (Triton 3.9), or an empty HookChain
-    (Triton 3.6, whose hooks are never None)."""
-    return hook is None or (hasattr(hook, "calls") and not hook.calls)
-
-
 def _specialization(args: tuple) -> tuple | None:
     """What Triton specializes a compiled kernel on, or None for an argument the
     direct path does not handle."""
-    spec = []
-    append = spec.append
-    for a in args:
-        if isinstance(a, Tensor):
-            append(a.data_ptr() % 16 == 0)
-        elif type(a) is int:
-            append((a == 1, a % 16 == 0, -2147483648 <= a < 2147483648))
-        else:
-            return None
-    return tuple(spec)
+    spec = tuple([
+        (a.data_ptr() % 16 == 0)
+        if isinstance(a, Tensor)
+        else ((a == 1, a % 16 == 0, -2147483648 <= a < 2147483648) if type(a) is int else None)
+        for a in args
+    ])
+    return None if None in spec else spec
 
 
 Tensor = torch.Tensor
+_BUSY = (None,)  # what a hook without a `calls` list counts as: a hook that does something

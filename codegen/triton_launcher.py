@@ -119,7 +119,6 @@ class LauncherSource:
             return [f"{names[variant]}[({grid},)]({args}, {blocks}, {OPTIONS}, {warps})"]
         # split: partial reductions into workspaces, then the combining kernel
         rnumel = str(int(self.src.rnumel)) if static else "rnumel"
-        first = self.src.buffers[self.src.func.block.args[0]] if self.src.func.block.args else None
         if static:
             split, rblock = int(val("split")), int(val("rblock"))
             cblock = next_power_of_2(split)
@@ -134,7 +133,7 @@ class LauncherSource:
             ]
         for ws, op in zip(self.src.workspaces(), self.src.reduces()):
             acc_t = acc_dtype(self.src.values[op.value].dtype)
-            lines.append(f"{ws} = torch.empty(({xnumel} * split,), dtype=torch.{_TORCH[acc_t]}, device={first}.device)")
+            lines.append(f"{ws} = _empty_strided(({xnumel} * split,), (1,), torch.{_TORCH[acc_t]})")
         args = ", ".join([*self.src.buffers.values(), *self.src.workspaces(), *self.src.used_symbols, *base_numels])
         if static:
             partials = self._site(names["split"], f"{blocks}, {OPTIONS}, {warps}")

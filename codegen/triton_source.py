@@ -339,6 +339,9 @@ class KernelSource:
             header.append("from triton.language.extra import libdevice")
         if "split" in self.variants:
             header.append("import torch")
+            header.append("from strata.runtime.allocation import fast_empty_strided")
+            # the split's workspaces: allocated without torch.empty's argument parsing
+            header.append(f"_empty_strided = fast_empty_strided(torch.device({self.device!r}))")
         header.append("from strata.codegen.triton_launch import CallSite")
         header.append("from strata.codegen.triton_tiles import Tile, next_power_of_2, pointwise_tile, reduction_tile")
         constants = [f"LAYOUT = {self.layout!r}", f"SPLITTABLE = {self.splittable}", f"ROW_LOADS = {self.row_loads}", f"PASSES = {self.passes}",

@@ -11,6 +11,11 @@ their arguments worked out once, the others through the prim op's reference); ru
 eager fallback (aten op); draw the graph's random seeds, all at once
 (runtime/random_seeds.py). Inputs laid out differently from what the kernels were
 compiled for are copied into that layout first.
+
+A call runs no loop over these closures: the arguments' checks and the steps are
+generated as straight-line Python at construction (`_entry`, runtime/graph_runner.py),
+with the common steps (static launches, views, matrix products) written out as
+statements and static views made without torch's dispatcher (runtime/views.py).
 """
 
 from __future__ import annotations
@@ -37,7 +42,9 @@ from strata.dialects.types import DTYPES, Dim, TensorType, bound_symbols, sym
 from strata.runtime.convolution_backward import convolution_backward_step
 from strata.runtime.allocation import contiguous_strides, fast_empty_strided
 from strata.runtime.layouts import launch_strides, result_format
+from strata.runtime.graph_runner import InlineStep, generate_runner
 from strata.runtime.memory_plan import MemoryPlan, plan_memory
+from strata.runtime.views import ViewCache, reinterpret, view_step_code
 from strata.runtime.random_seeds import draw_seeds_step
 from strata.dialects.prim_data_dependent import DATA_DEPENDENT_OPS
 from strata.runtime.data_dependent import data_dependent_step, unbound_result_dims
@@ -83,6 +90,7 @@ class CompiledGraph:
             _layout_check(t, s) if isinstance(t, TensorType) else None
             for t, s in zip(self.arg_types, self.program.strides)
         ]
+        self._enter = self._entry()
         self.steps: list[Step] = []
         step_ops = []
         seeds = [op for op in self.program.block.ops if isinstance(op, RandomSeedOp)]
@@ -108,6 +116,7 @@ class CompiledGraph:
             step_ops.append(op)
         self._registers = len(self._slots)
         self._plan = self._with_frees(step_ops)
+        self._run, self.runner_source = generate_runner(self._plan, f"{len(self._plan)} steps")
         self._memory = self._memory_plan(step_ops)
         self._workspaces: dict[Any, list[list[tuple[int, torch.Tensor]]]] = {}
         # On CUDA a workspace belongs to one stream: the kernels of two calls on one
@@ -155,17 +164,47 @@ class CompiledGraph:
         return self._slots.setdefault(v, len(self._slots))
 
     # ------------------------------------------------------------ arguments
-    def _binding_plan(self) -> list[Callable[[Sequence[Any], dict[str, int]], None]]:
-        """One check-and-bind function per argument: the tensor arguments' ranks are
-        checked, bare-symbol dims and `index` arguments bind shape symbols."""
-        plan = []
+    def _binding_plan(self) -> dict[int, Callable[[Sequence[Any], dict[str, int]], None]]:
+        """One check-and-bind function per argument that needs one: the tensor
+        arguments' ranks are checked, bare-symbol dims and `index` arguments bind shape
+        symbols."""
+        plan = {}
         for i, t in enumerate(self.arg_types):
             if isinstance(t, TensorType):
                 symbols = [(k, d.name) for k, d in enumerate(t.dims) if isinstance(d, sympy.Symbol)]
-                plan.append(_tensor_binder(i, t.rank, symbols))
+                plan[i] = _tensor_binder(i, t.rank, symbols)
             elif i < len(self.arg_symbols) and self.arg_symbols[i]:
-                plan.append(_index_binder(i, self.arg_symbols[i]))
+                plan[i] = _index_binder(i, self.arg_symbols[i])
         return plan
+
+    def _entry(self) -> Callable[[Sequence[Any], list, dict], None]:
+        """A generated function that checks the arguments, binds the shape symbols and
+        puts each argument, laid out as the kernels want it, in its register. An
+        argument of static sizes and strides costs one stride comparison (equal strides
+        imply a tensor of the right rank); the others go through their binder, then
+        their layout check, as before. A wrong argument fails on the fast path with some
+        error; __call__ then runs the binders, which name the problem."""
+        names: dict[str, Any] = {}
+        binds, places = [], []
+        for i, (slot, t, strides) in enumerate(zip(self._arguments, self.arg_types, self.program.strides)):
+            exact = _static(strides) if isinstance(t, TensorType) else None
+            if exact is not None and _static(t.dims) is not None:
+                names[f"relayout{i}"] = _checked_layout(i, t.rank, self._layouts[i])
+                places.append(f"a = args[{i}]")
+                places.append(f"regs[{slot}] = a if a.stride() == {tuple(exact)!r} else relayout{i}(a, env)")
+                continue
+            if i in self._binders:
+                names[f"bind{i}"] = self._binders[i]
+                binds.append(f"bind{i}(args, env)")
+            if self._layouts[i] is not None:
+                names[f"layout{i}"] = self._layouts[i]
+                places.append(f"regs[{slot}] = layout{i}(args[{i}], env)")
+            else:
+                places.append(f"regs[{slot}] = args[{i}]")
+        body = binds + places or ["pass"]
+        source = "def enter(args, regs, env):\n" + "".join(f"    {line}\n" for line in body)
+        exec(compile(source, "<strata graph entry>", "exec"), names)
+        return names["enter"]
 
     # ------------------------------------------------------------ steps
     def _launch_step(self, op: kd.LaunchOp, func: kd.FuncOp) -> Step:
@@ -203,7 +242,7 @@ class CompiledGraph:
                     buffers.append(t)
                 kernel(buffers, [env[n] for n in names] if names else ())
 
-            return tensors_step
+            return _inline_launch(func, "{kernel}", ins, planned, names, {"kernel": kernel, "alloc": alloc}, tensors_step)
         if static:
 
             def step(regs: list, env: dict) -> None:
@@ -219,7 +258,12 @@ class CompiledGraph:
                     pointers.append(t.data_ptr())
                 launch(pointers, [env[n] for n in names] if names else ())
 
-            return step
+            alloc = fast_empty_strided(device)
+            planned = [
+                (slot, tuple(sizes), tuple(contiguous_strides(sizes) if st is None else st), dtype)
+                for slot, sizes, dtype, st in fixed
+            ]
+            return _inline_launch(func, "{launch}", ins, planned, names, {"launch": launch, "alloc": alloc}, step, pointers=True)
 
         stride_fns = [None if st is None else size_fn(st) for *_, st in outs]
 
@@ -249,7 +293,14 @@ class CompiledGraph:
                 def unary(regs: list, env: dict) -> None:
                     regs[result] = fast(regs[x])
 
-                return unary
+                if isinstance(op, _CACHED_VIEWS) and reinterpret is not None and _static(op.operands[0].type.dims) is not None:
+                    cache = ViewCache(fast)
+
+                    def cached(regs: list, env: dict) -> None:
+                        regs[result] = cache(regs[x])
+
+                    return InlineStep(*view_step_code(cache, f"regs[{x}]", result), cached, op.name)
+                return InlineStep([f"regs[{result}] = {_view_code(op, f'regs[{x}]')}"], {"f": fast}, unary, op.name)
 
             if isinstance(op, prim.MmOp | prim.BmmOp):
                 a, b = operands
@@ -258,7 +309,7 @@ class CompiledGraph:
                     out = regs[result]  # its place in the workspace, if planned
                     regs[result] = fast(regs[a], regs[b]) if out is None else fast(regs[a], regs[b], out=out)
 
-                return product
+                return InlineStep(_into_workspace(result, f"regs[{a}], regs[{b}]"), {"f": fast}, product, op.name)
             if isinstance(op, prim.AddmmOp):
                 bias, a, b = operands
 
@@ -267,12 +318,13 @@ class CompiledGraph:
                     args = regs[bias], regs[a], regs[b]
                     regs[result] = fast(*args) if out is None else fast(*args, out=out)
 
-                return addmm
+                return InlineStep(_into_workspace(result, f"regs[{bias}], regs[{a}], regs[{b}]"), {"f": fast}, addmm, op.name)
 
             def call(regs: list, env: dict) -> None:
                 regs[result] = fast(*[regs[i] for i in operands])
 
-            return call
+            args = ", ".join(f"regs[{i}]" for i in operands)
+            return InlineStep([f"regs[{result}] = {{f}}({args})"], {"f": fast}, call, op.name)
 
         # Kernels read library results as contiguous buffers; only views (which feed
         # library calls and the graph's results, never kernels) keep their strides.
@@ -331,16 +383,15 @@ class CompiledGraph:
     # ------------------------------------------------------------ calls
     def __call__(self, args: Sequence[Any]) -> list[Any]:
         env: dict[str, int] = {}
-        for bind in self._binders:
-            bind(args, env)
         regs: list[Any] = [None] * self._registers
-        for slot, x, layout in zip(self._arguments, args, self._layouts):
-            regs[slot] = layout(x, env) if layout is not None else x
+        try:
+            self._enter(args, regs, env)
+        except Exception:
+            for bind in self._binders.values():  # the error that names a wrong argument
+                bind(args, {})
+            raise
         if self._memory is None:
-            for step, dead in self._plan:
-                step(regs, env)
-                for i in dead:
-                    regs[i] = None
+            self._run(regs, env)
             return [regs[i] for i in self._result_slots]
         # A workspace no other call is using (pop and append are atomic under the GIL).
         free = self._workspaces.setdefault(self._stream(), [])
@@ -348,13 +399,45 @@ class CompiledGraph:
         try:
             for slot, t in workspace:
                 regs[slot] = t
-            for step, dead in self._plan:
-                step(regs, env)
-                for i in dead:
-                    regs[i] = None
+            self._run(regs, env)
             return [regs[i] for i in self._result_slots]
         finally:
             free.append(workspace)
+
+
+def _inline_launch(func: kd.FuncOp, call: str, ins: list[int], planned: list, names: Sequence[str],
+                   objects: dict[str, Any], step: Step, pointers: bool = False) -> InlineStep:
+    """A static launch as statements: each output's buffer (its place in the workspace,
+    or a new tensor), then the kernel on the buffers (raw pointers for compiled CPU
+    code) and the symbol values."""
+    code = []  # no local names: a local would keep its tensor alive past its last use
+    for j, (slot, sizes, strides, dtype) in enumerate(planned):
+        objects[f"dtype{j}"] = dtype
+        code += [f"if regs[{slot}] is None:", f"    regs[{slot}] = {{alloc}}({sizes!r}, {strides!r}, {{dtype{j}}})"]
+    buffers = [f"regs[{i}]" for i in ins + [slot for slot, *_ in planned]]
+    if pointers:
+        buffers = [f"{b}.data_ptr()" for b in buffers]
+    symbols = "[" + ", ".join(f"env[{n!r}]" for n in names) + "]" if names else "()"
+    code.append(f"{call}([{', '.join(buffers)}], {symbols})")
+    return InlineStep(code, objects, step, f"{func.sym_name.data}")
+
+
+_CACHED_VIEWS = (prim.PermuteOp, prim.ReshapeOp, prim.SliceOp, prim.BroadcastInDimOp)
+
+
+def _view_code(op: PrimOp, x: str) -> str:
+    """The expression for a static library call of one operand: a view as the tensor
+    method it is, anything else through `{f}`."""
+    if isinstance(op, prim.PermuteOp):
+        return f"{x}.permute({tuple(prim.ints_of(op.dims))!r})"
+    if isinstance(op, prim.ReshapeOp):
+        return f"{x}.reshape({tuple(_static(prim.dims_of(op.shape)))!r})"
+    return f"{{f}}({x})"
+
+
+def _into_workspace(result: int, args: str) -> list[str]:
+    """A library product written into its place in the workspace if it has one."""
+    return [f"regs[{result}] = {{f}}({args}) if regs[{result}] is None else {{f}}({args}, out=regs[{result}])"]
 
 
 def _names(t: TensorType) -> set[str]:
@@ -372,6 +455,18 @@ def _tensor_binder(i: int, rank: int, symbols: list[tuple[int, str]]):
                 env.setdefault(name, int(shape[k]))
 
     return bind
+
+
+def _checked_layout(i: int, rank: int, layout: Callable[[torch.Tensor, dict], torch.Tensor]):
+    """`layout` for an argument of static layout whose strides differ, after the
+    binder's check (a tensor of another rank must not be copied into this one's shape)."""
+
+    def relayout(a: Any, env: dict) -> torch.Tensor:
+        if not isinstance(a, torch.Tensor) or a.dim() != rank:
+            raise ValueError(f"argument {i}: expected a tensor of rank {rank}, got {_describe(a)}")
+        return layout(a, env)
+
+    return relayout
 
 
 def _index_binder(i: int, name: str):

@@ -1,0 +1,53 @@
+"""Static views made without torch's dispatcher.
+
+A view (reshape, permute, slice, broadcast) of a static shape is a few hundred
+nanoseconds of arithmetic, but `x.reshape(...)` goes through torch's dispatcher and its
+view tracking: the several hundred views of a transformer's training step cost more
+host time than their kernels' launches. The view's result depends only on the input's
+strides (its sizes and dtype are fixed by the program), so a `ViewCache` makes the view
+the ordinary way once per input layout it sees, remembers the result's sizes, strides
+and storage offset relative to the input, and later makes the same tensor through
+`_reinterpret_tensor` (TorchInductor's alias of a buffer: one C call, no dispatch) when
+the input's strides match. A view the ordinary way that is not a view (a reshape that
+had to copy) is not remembered: that step goes on copying, as torch does.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+import torch
+
+_guards = getattr(getattr(torch._C, "_dynamo", None), "guards", None)
+reinterpret = getattr(_guards, "_reinterpret_tensor", None)
+
+
+class ViewCache:
+    """`known` = [input strides, sizes, strides, storage offset increment] of the last
+    layout learned (the generated runner reads it inline); `learn(x)` makes the view
+    of x the ordinary way and remembers its layout if it is an alias of x."""
+
+    def __init__(self, view: Callable[[torch.Tensor], torch.Tensor]):
+        self.view = view
+        self.known: list[Any] = [None, None, None, 0]
+
+    def learn(self, x: torch.Tensor) -> torch.Tensor:
+        y = self.view(x)
+        if y.untyped_storage().data_ptr() == x.untyped_storage().data_ptr() and y.dtype == x.dtype:
+            self.known[:] = [x.stride(), tuple(y.shape), y.stride(), y.storage_offset() - x.storage_offset()]
+        return y
+
+    def __call__(self, x: torch.Tensor) -> torch.Tensor:
+        k = self.known
+        return reinterpret(x, k[1], k[2], k[3]) if x.stride() == k[0] else self.learn(x)
+
+
+def view_step_code(cache: ViewCache, x: str, result: int) -> tuple[list[str], dict[str, Any]]:
+    """The generated statement of a cached view of `x` into register `result`, with
+    the names it uses (str.format fields, as the runner's InlineStep wants)."""
+    code = (
+        f"regs[{result}] = {{reinterpret}}({x}, {{known}}[1], {{known}}[2], {{known}}[3]) "
+        f"if {x}.stride() == {{known}}[0] else {{learn}}({x})"
+    )
+    return [code], {"reinterpret": reinterpret, "known": cache.known, "learn": cache.learn}
