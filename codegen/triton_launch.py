@@ -65,7 +65,17 @@ class CallSite:
         # The hot path of every launch: one specialization key, one dict lookup, the
         # launcher; no other Python call (each costs about a microsecond).
         if self.direct:
-            key = _specialization(args)
+            # What Triton specializes a compiled kernel on (each pointer 16-byte aligned
+            # or not; each int 1, a multiple of 16, 32-bit); None: an argument the
+            # direct path does not handle. Written out here: a call fewer per launch.
+            key = tuple([
+                (a.data_ptr() % 16 == 0)
+                if isinstance(a, Tensor)
+                else ((a == 1, a % 16 == 0, -2147483648 <= a < 2147483648) if type(a) is int else None)
+                for a in args
+            ])
+            if None in key:
+                key = None
             entry = self.entries.get(key)
             hooks = self.hooks
             enter, exit_ = hooks.launch_enter_hook, hooks.launch_exit_hook
@@ -136,18 +146,6 @@ def _current_device_and_stream() -> tuple[Any, Any]:
     from triton.runtime import driver
 
     return driver.active.get_current_device, driver.active.get_current_stream
-
-
-def _specialization(args: tuple) -> tuple | None:
-    """What Triton specializes a compiled kernel on, or None for an argument the
-    direct path does not handle."""
-    spec = tuple([
-        (a.data_ptr() % 16 == 0)
-        if isinstance(a, Tensor)
-        else ((a == 1, a % 16 == 0, -2147483648 <= a < 2147483648) if type(a) is int else None)
-        for a in args
-    ])
-    return None if None in spec else spec
 
 
 Tensor = torch.Tensor

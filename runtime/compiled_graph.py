@@ -344,7 +344,7 @@ class CompiledGraph:
             def multi_step(regs: list, env: dict) -> None:
                 outs = run([regs[i] for i in operands], env)
                 for (r, as_made), t in zip(results, outs):
-                    regs[r] = t if as_made else t.contiguous()
+                    regs[r] = t if as_made or t.is_contiguous() else t.contiguous()  # no dispatch if it is
 
             return multi_step
 
