@@ -25,8 +25,8 @@ from llvmlite import ir
 from strata.codegen import llvm_pool
 from strata.codegen.llvm_index import lower_index
 from strata.codegen.llvm_lanes import I32, I64, PTR
-from strata.codegen.llvm_plan import VECTOR_MATH, BodyPlan, Lanes
-from strata.dialects.kernel import FuncOp
+from strata.codegen.llvm_plan import VECTOR_MATH, BodyPlan, Lanes, stride_along
+from strata.dialects.kernel import FuncOp, LoadOp, StoreOp
 from strata.dialects.types import sym
 
 # A kernel runs on several threads when (points of its domain) × (its cost per point)
@@ -138,11 +138,21 @@ def define_chunk(func: FuncOp, module: ir.Module, impl: ir.Function) -> ir.Funct
     return fn
 
 
-def _cost_per_point(plan: BodyPlan) -> int:
-    """A rough cost of one point of the domain, in units of a load or a simple op."""
+GATHER_COST = 16  # a gather or scatter, in units of a contiguous access
+
+
+def _cost_per_point(plan: BodyPlan, lanes: Lanes | None = None) -> int:
+    """A rough cost of one point of the domain, in units of a load or a simple op. A
+    load or store strided along pointwise lanes is a gather or scatter, one access per
+    lane: counted as one, a layout change (NCHW to NHWC, 1.6 MB) stays on one thread at
+    twice the time of torch's two-thread copy (docs/performance.md)."""
     cost = 1
     for op in plan.ops:
         name = op.name.removeprefix("prim.")
+        if lanes is not None and lanes.var and not lanes.over_reduction and isinstance(op, LoadOp | StoreOp):
+            step = stride_along(op.index.data, lanes.var)
+            cost += 1 if step is not None and step in (0, 1) else GATHER_COST
+            continue
         cost += 8 if name in VECTOR_MATH or name in ("div", "sqrt", "rsqrt") else 1
     return max(cost // 4, 1)
 
@@ -173,7 +183,7 @@ def define_entry_point(func: FuncOp, plan: BodyPlan, lanes: Lanes, module: ir.Mo
         b.ret_void()
         return
 
-    big = b.icmp_unsigned(">=", b.mul(points, ir.Constant(I64, _cost_per_point(plan))), ir.Constant(I64, PARALLEL_WORK))
+    big = b.icmp_unsigned(">=", b.mul(points, ir.Constant(I64, _cost_per_point(plan, lanes))), ir.Constant(I64, PARALLEL_WORK))
     team = b.select(big, max_threads(b) if openmp_available() else ir.Constant(I64, llvm_pool.usable_cpus()), one)
     lane_blocks = one
     if lane_dim is not None:

@@ -28,7 +28,14 @@ from strata.dialects.types import TensorType
 from strata.passes.fusion.bias import add_biases_in_kernels
 from strata.passes.fusion.decisions import domain_text, info_enabled, log
 from strata.passes.fusion.indexing import contiguous_strides
-from strata.passes.fusion.layouts import CHANNELS_LAST, LAYOUT_ATTR, STRIDES_ATTR, choose_layouts
+from strata.passes.fusion.layouts import (
+    CHANNELS_LAST,
+    LAYOUT_ATTR,
+    STRIDES_ATTR,
+    choose_layouts,
+    copy_convolution_inputs,
+    on_cpu,
+)
 from strata.passes.fusion.lower import KernelBuilder
 from strata.passes.fusion.plan import (
     VIEW_OPS,
@@ -55,6 +62,7 @@ class FusePass(ModulePass):
     def apply(self, ctx: Context, op: ModuleOp) -> None:
         for fn in [o for o in op.ops if isinstance(o, func.FuncOp)]:
             add_biases_in_kernels(fn)
+            copy_convolution_inputs(fn)
             new_ops = lower_graph(fn, self.emulate_precision_casts)
             Rewriter.replace_op(fn, new_ops)
 
@@ -88,7 +96,7 @@ def lower_graph(fn: func.FuncOp, emulate_precision_casts: bool = False) -> list[
     plan = build_plan(ops, outputs)
     stored = _stored_nodes(plan, ops, outputs)
     given_strides = arg_strides(fn)
-    layouts = choose_layouts(ops, outputs, plan, stored)
+    layouts = choose_layouts(ops, outputs, plan, stored, on_cpu(fn))
 
     def strides_of(v: SSAValue):
         return layouts.get(v) or given_strides.get(v) or contiguous_strides(dims_of(v))

@@ -103,3 +103,36 @@ def test_a_weight_a_kernel_makes_is_written_channels_last(target, tmp_path):
     program = next(tmp_path.glob("graph_*/2_kernel.mlir")).read_text()
     weight_launches = [line for line in program.splitlines() if "kernel.launch" in line and ("[8, 4, 3, 3]" in line.split("->")[-1] or "[8, 8, 3, 3]" in line.split("->")[-1])]
     assert weight_launches and all("strata.strides" in line for line in weight_launches)
+
+
+def test_on_the_cpu_kernels_write_every_convolution_operand_nhwc(tmp_path):
+    # passes/fusion/layouts.py: on the CPU the runtime converts nothing; kernels copy the
+    # graph input and the weights to NHWC (x, read by two convolutions, once), and the
+    # last kernel reads the NHWC result and writes the graph's contiguous result.
+    import re
+
+    import strata
+
+    torch.manual_seed(0)
+    block = BasicBlock(4, 8, 2).eval()
+    x = torch.randn(2, 4, 9, 9)
+    options = {"trace.enabled": True, "trace.dir": str(tmp_path), "graph_cache": False, "capture_cache": False}
+    with torch.no_grad():
+        compiled = strata.compile(block, options=options)
+        got = compiled(x)
+        torch.testing.assert_close(got, block(x), atol=1e-4, rtol=1e-4)
+        assert got.stride() == block(x).stride()
+        nhwc = x.contiguous(memory_format=torch.channels_last)
+        torch.testing.assert_close(compiled(nhwc), block(nhwc), atol=1e-4, rtol=1e-4)
+    first = min(tmp_path.glob("graph_*/2_kernel.mlir"), key=lambda p: int(p.parent.name.split("_")[1]))
+    program = first.read_text()  # the contiguous input's graph
+    launched = set()
+    for line in program.splitlines():
+        if "= kernel.launch" in line:
+            launched.update(re.findall(r"%[\w.]+", line.split("=")[0]))
+    convolutions = [line for line in program.splitlines() if "prim.convolution" in line and "=" in line]
+    assert len(convolutions) == 3
+    for line in convolutions:
+        assert 'strata.layout = "channels_last"' in line
+        operands = re.findall(r"%[\w.]+", line.split("prim.convolution", 1)[1].split("{")[0])
+        assert operands and all(v in launched for v in operands), line

@@ -2,11 +2,26 @@
 
 A 2-D convolution in oneDNN (CPU) and cuDNN runs faster on NHWC tensors than on NCHW
 ones (a quarter faster for a 3×3, 64-channel convolution on this machine's CPU,
-docs/performance.md), but a conversion on each side costs more than it saves. So a
-convolution's result is laid out channels-last, and so is a kernel output that a
-convolution reads: the kernels between two convolutions (batch norm, activation,
-residual add) read and write NHWC through their index expressions, and no copy is made.
-A value the graph returns keeps the contiguous layout eager gives it.
+docs/performance.md). So a convolution's result is laid out channels-last, and so is a
+kernel output that a convolution reads: the kernels between two convolutions (batch
+norm, activation, residual add) read and write NHWC through their index expressions,
+and no copy is made. A value the graph returns keeps the contiguous layout eager gives it.
+
+What is left is converting what no kernel makes (graph inputs: the activation, the
+weights) and the last convolution's result before a graph result. On a GPU the runtime
+converts them (cuDNN's NHWC convolutions gain more than the copies cost). On the CPU
+each such conversion in the runtime is a torch copy: a pass over the tensor and an
+OpenMP region of its own, whose barrier waits for every thread of the team, and on a
+core shared with other work a thread the OS runs late makes that region cost a
+scheduler time slice (milliseconds), not the copy's fraction of one. So on the CPU
+nothing is left to the runtime (`copy_convolution_inputs`, `choose_layouts`): a graph
+input a convolution reads is copied to NHWC by a kernel (on a busy machine strata's
+kernels run on its own pool, which never waits for a late thread:
+codegen/llvm_pool.py), and a convolution's result stays NHWC whatever reads it, the
+kernel that reads it converting as it goes; TorchInductor makes the same choices on
+the CPU. On the CPU suite's ResNet block (docs/performance.md) that made calls
+1.4–1.9× faster while another process kept a core busy, and changed little on a quiet
+machine, where the kernels' layout changes cost what torch's copies did.
 
 The layout travels in the program as attributes the runtime and the interpreters read:
 `strata.layout = "channels_last"` on a convolution, `strata.strides` (the strides of
@@ -19,7 +34,9 @@ from collections.abc import Sequence
 
 import sympy
 
-from xdsl.ir import Operation, SSAValue
+from xdsl.dialects import func
+from xdsl.ir import BlockArgument, Operation, SSAValue
+from xdsl.rewriter import InsertPoint, Rewriter
 
 from strata.dialects import prim
 from strata.dialects.types import Dim, TensorType, sym
@@ -40,8 +57,49 @@ def _dim(e) -> Dim:
     return int(e) if e.is_Integer else e
 
 
-def choose_layouts(ops: list[Operation], outputs: list[SSAValue], plan: Plan, stored: set[SSAValue]) -> dict[SSAValue, tuple[Dim, ...]]:
-    """The values laid out other than contiguously, with their strides."""
+def on_cpu(fn: func.FuncOp) -> bool:
+    """Whether the graph runs on the CPU (its `strata.device`; unknown counts as not)."""
+    device = fn.attributes.get("strata.device")
+    return getattr(device, "data", None) == "cpu"
+
+
+def copy_convolution_inputs(fn: func.FuncOp) -> int:
+    """On the CPU, puts an identity conversion (`prim.convert_element_type` to the same
+    dtype, which fusion makes a kernel) between each graph input and the 2-D
+    convolutions that read it (those whose result the graph does not return, which run
+    NHWC), so that a kernel writes it NHWC (`choose_layouts`) instead of the runtime
+    copying it on every call; returns how many. Weights of one shape are copied by one
+    kernel (fusion groups kernels of one domain)."""
+    if not on_cpu(fn):
+        return 0
+    given = _given_strides(fn)
+    ret = fn.body.block.last_op
+    returned = {view_root(v) for v in ret.operands} if ret is not None else set()
+    copies: dict[SSAValue, SSAValue] = {}
+    for op in [o for o in fn.walk() if isinstance(o, prim.ConvolutionOp) and _rank(o.results[0]) == 4]:
+        if op.results[0] in returned:
+            continue  # its result stays NCHW (`choose_layouts`): so do its operands
+        for i in (0, 1):
+            v = op.operands[i]
+            if not isinstance(view_root(v), BlockArgument) or _rank(v) != 4:
+                continue
+            if given.get(v) == channels_last_strides(v.type.dims):
+                continue  # already NHWC: the runtime's conversion is no copy
+            if v not in copies:
+                copy = prim.ConvertElementTypeOp(v, v.type.dtype)
+                if "strata.source" in op.attributes:
+                    copy.attributes["strata.source"] = op.attributes["strata.source"]
+                Rewriter.insert_op(copy, InsertPoint.before(op))
+                copies[v] = copy.results[0]
+            op.operands[i] = copies[v]
+    return len(copies)
+
+
+def choose_layouts(
+    ops: list[Operation], outputs: list[SSAValue], plan: Plan, stored: set[SSAValue], cpu: bool = False
+) -> dict[SSAValue, tuple[Dim, ...]]:
+    """The values laid out other than contiguously, with their strides. `cpu`: every
+    convolution result the graph does not return is NHWC (module docstring)."""
     returned = {view_root(v) for v in outputs}
     convolutions = [op for op in ops if isinstance(op, prim.ConvolutionOp) and _rank(op.results[0]) == 4]
     layouts: dict[SSAValue, tuple[Dim, ...]] = {}
@@ -55,9 +113,10 @@ def choose_layouts(ops: list[Operation], outputs: list[SSAValue], plan: Plan, st
             if x in stored and x in plan.kernel_of and x not in returned and _rank(x) == 4:
                 layouts[x] = channels_last_strides(x.type.dims)
     # Convolution results, where what reads them goes on in NHWC: another convolution,
-    # or a kernel that writes NHWC. A kernel that reads one layout and writes the other
-    # gathers across channels on every element, which costs more than oneDNN's own
-    # reorder (the last convolution before a graph result stays contiguous).
+    # or a kernel that writes NHWC. On a GPU a kernel that reads one layout and writes
+    # the other gathers across channels on every element, which costs more than the
+    # library's own reorder (the last convolution before a graph result stays
+    # contiguous); on the CPU that reorder is a torch copy, so the kernel converts.
     readers = _kernels_reading(plan)
     for op in convolutions:
         r = op.results[0]
@@ -65,9 +124,20 @@ def choose_layouts(ops: list[Operation], outputs: list[SSAValue], plan: Plan, st
             continue
         direct = any(isinstance(u.operation, prim.ConvolutionOp) for u in r.uses)
         kernels = readers.get(r, [])
-        if direct or any(any(n in layouts for n in k.nodes) for k in kernels):
+        if cpu or direct or any(any(n in layouts for n in k.nodes) for k in kernels):
             layouts[r] = channels_last_strides(r.type.dims)
     return layouts
+
+
+def _given_strides(fn: func.FuncOp) -> dict[SSAValue, tuple[Dim, ...]]:
+    """The strides the graph's inputs arrive with (`strata.strides`, from the trace)."""
+    attrs = fn.arg_attrs.data if fn.arg_attrs is not None else ()
+    out = {}
+    for arg, d in zip(fn.body.block.args, attrs):
+        strides = d.data.get(STRIDES_ATTR)
+        if strides is not None:
+            out[arg] = tuple(prim.dims_of(strides))
+    return out
 
 
 def _kernels_reading(plan: Plan) -> dict[SSAValue, list]:
