@@ -527,7 +527,7 @@ def _layout_free(v: SSAValue) -> bool:
     return True
 
 
-_READS_ANY_STRIDES = (kd.ReturnOp, prim.MmOp, prim.BmmOp, prim.AddmmOp, ScaledDotProductAttentionOp, *FUSED_ATTENTION_OPS)
+_READS_ANY_STRIDES = (kd.ReturnOp, prim.MmOp, prim.BmmOp, prim.AddmmOp, prim.CatOp, ScaledDotProductAttentionOp, *FUSED_ATTENTION_OPS)
 
 
 def _only_viewed_by_library_calls(v: SSAValue) -> bool:
@@ -590,6 +590,15 @@ def _static_library_call(
         # transpose back to the model's layout, and the reshape to the projection's
         # rows, are then views; made contiguous first, they were two copies a layer.
         return attention_as_made if views_only else attention
+    if isinstance(op, prim.CatOp) and memory_format == torch.contiguous_format:
+        dim = op.dim.value.data
+
+        def cat(*xs: torch.Tensor) -> torch.Tensor:
+            # torch.cat of strided operands may follow their layout; kernels read it dense
+            out = torch.cat(xs, dim)
+            return out if out.is_contiguous() else out.contiguous()
+
+        return cat
     if isinstance(op, prim.PermuteOp):
         dims = prim.ints_of(op.dims)
         return lambda x: x.permute(dims)

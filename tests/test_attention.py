@@ -250,3 +250,39 @@ def test_symbolic_head_size_with_a_mask_torch_runs_as_math():
         want.sum().backward()
         torch.testing.assert_close(got, want, atol=1e-5, rtol=1e-5)
         torch.testing.assert_close(grad, q.grad, atol=1e-5, rtol=1e-5)
+
+
+def _qkv_block(x, w_in):
+    # GPT-2's attention: q, k, v split off one projection; their gradients are merged
+    # back by a transpose, a reshape and a cat (a library call) in the backward graph.
+    b, t, d = x.shape
+    q, k, v = (x @ w_in).split(d, dim=2)
+    q, k, v = (y.view(b, t, 2, d // 2).transpose(1, 2) for y in (q, k, v))
+    return F.scaled_dot_product_attention(q, k, v).transpose(1, 2).reshape(b, t, d)
+
+
+def test_gradients_laid_out_as_the_kernel_makes_them_feed_the_cat(monkeypatch):
+    # torch's fused CUDA backward kernels return dq, dk, dv laid out as their q, k, v
+    # ((batch, seq, heads, dim) in memory); torch.cat takes them as they are, so they
+    # are neither made contiguous nor copied by the reshape before it. Here the CPU's
+    # kernel is made to return that layout too.
+    import strata.dialects.prim_attention_training as training
+
+    real = training.fused_backward
+
+    def bshd(*args, **kwargs):
+        return tuple(g.transpose(1, 2).contiguous().transpose(1, 2) for g in real(*args, **kwargs))
+
+    monkeypatch.setattr(training, "fused_backward", bshd)
+    torch.manual_seed(0)
+    x, w_in = torch.randn(2, 5, 8, requires_grad=True), torch.randn(8, 24, requires_grad=True)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")  # no eager fallback
+        (got, got_grads), (want, want_grads) = _train(_qkv_block, [x, w_in], (0, 1))
+    torch.testing.assert_close(got, want, atol=1e-5, rtol=1e-5)
+    # The gradients are ~10 and sums of products of ~10: both runs are measured against
+    # float64, and strata's error may not exceed twice eager's.
+    exact = [t.detach().double().requires_grad_(True) for t in (x, w_in)]
+    _qkv_block(*exact).square().sum().backward()
+    for g, w, e in zip(got_grads, want_grads, exact):
+        assert (g.double() - e.grad).abs().max() <= 2 * (w.double() - e.grad).abs().max()
