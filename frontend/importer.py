@@ -28,6 +28,7 @@ from strata.dialects import aten
 from strata.dialects.prim import dims_attr
 from strata.dialects.types import TensorType, dtype_name, from_torch_sympy
 from strata.frontend.storage_offsets import storage_offset_attr
+from strata.passes.fusion.fresh_results import FRESH_RESULTS, fresh_results_attr
 from strata.passes.infer_shapes import TRACED
 from strata.passes.provenance import parse_source
 
@@ -130,10 +131,32 @@ def import_graph(gm: torch.fx.GraphModule) -> ImportedGraph:
         arg_attrs=ArrayAttr(arg_attrs),
     )
     fn.attributes["strata.device"] = StringAttr(_graph_device([*placeholders, *gm.graph.nodes]))
+    output_node = next(n for n in graph.nodes if n.op == "output")
+    tensors = [v for v in _flatten(output_node.args[0]) if isinstance(v, torch.fx.Node) and isinstance(env.get(v), SSAValue)]
+    fn.attributes[FRESH_RESULTS] = fresh_results_attr([i for i, v in enumerate(tensors) if not _aliases_an_input(v)])
     fn.attributes[TRACED] = UnitAttr()  # infer-shapes keeps the types torch traced
     from strata.frontend.effects import token_positions
 
     return ImportedGraph(ModuleOp([fn]), constants, arg_symbols, output_spec, token_positions(placeholders))
+
+
+def _aliases_an_input(n: torch.fx.Node) -> bool:
+    """Whether the traced graph makes n by view ops (a return that aliases its
+    argument, `Tensor(a)` in the schema) from a graph input: then eager's result is
+    a view of that input, and others are tensors of their own (fusion/fresh_results)."""
+    while True:
+        if n.op in ("placeholder", "get_attr"):
+            return True
+        if n.op != "call_function" or not n.args or not isinstance(n.args[0], torch.fx.Node):
+            return False
+        if n.target is operator.getitem:  # one result of a multi-result view (split)
+            n = n.args[0]
+            continue
+        schema = getattr(n.target, "_schema", None)
+        returns = schema.returns if schema is not None else ()
+        if not returns or returns[0].alias_info is None or returns[0].alias_info.is_write:
+            return False
+        n = n.args[0]
 
 
 def _graph_device(nodes) -> str:

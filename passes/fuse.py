@@ -36,6 +36,7 @@ from strata.passes.fusion.layouts import (
     copy_convolution_inputs,
     on_cpu,
 )
+from strata.passes.fusion.fresh_results import copy_fresh_results
 from strata.passes.fusion.lower import KernelBuilder
 from strata.passes.fusion.plan import (
     VIEW_OPS,
@@ -63,6 +64,7 @@ class FusePass(ModulePass):
         for fn in [o for o in op.ops if isinstance(o, func.FuncOp)]:
             add_biases_in_kernels(fn)
             copy_convolution_inputs(fn)
+            copy_fresh_results(fn)
             new_ops = lower_graph(fn, self.emulate_precision_casts)
             Rewriter.replace_op(fn, new_ops)
 
