@@ -13,6 +13,15 @@ A load or store whose index moves by 1 along the lanes is one vector access, by 
 scalar one, anything else a gather or scatter. The last, partial vector of a row runs
 with a lane mask (masked loads and stores, identity in masked reduction lanes).
 
+**Tiles.** A pointwise kernel that changes the layout (an access contiguous along
+another pointwise variable than the lanes: NCHW to NHWC, `x.t().contiguous()`) walks
+that variable and the lanes in square tiles, one vector a side (llvm_plan.choose_tile):
+such an access reads or writes the tile's rows with vector loads and stores along its
+own contiguous variable, transposed in registers (shufflevector) to and from the
+vectors over the lanes the body computes on, instead of one gather or scatter element
+per lane. The last tile of a side overlaps the one before it; a side shorter than a
+tile runs untiled.
+
 **Stages.** At each point of the pointwise domain the body runs in *stages*: stage 0 is
 every op that needs no reduction; stage k > 0 starts with one loop over the reduction
 domain R that accumulates each kernel.reduce whose row needs results of stage k - 1 at
@@ -22,7 +31,8 @@ loads. A softmax is: loop (amax), loop (sum of exp(x - max)), loop (store
 exp(x - max) / sum), each a vector loop over the row.
 
 **Threads.** The pointwise domain (all of it but the lane variable, which may be cut
-into blocks when there are fewer rows than threads) is a range of work items that the
+into blocks when there are fewer rows than threads; a tiled variable counts its tiles)
+is a range of work items that the
 entry point splits into contiguous shares across threads (codegen/llvm_parallel.py,
 codegen/llvm_pool.py) when the kernel has enough work to pay for it.
 
@@ -66,9 +76,18 @@ from strata.codegen.llvm_dtypes import (
     store_value,
 )
 from strata.codegen.llvm_index import lower_index
-from strata.codegen.llvm_lanes import I1, I32, I64, PTR, intrinsic, iota, lanes_of, splat, unify, vector_gep, with_lanes
+from strata.codegen.llvm_lanes import I1, I32, I64, PTR, intrinsic, iota, lanes_of, splat, transpose, unify, vector_gep, with_lanes
 from strata.codegen.llvm_parallel import entry_point
-from strata.codegen.llvm_plan import BodyPlan, Lanes, RowLoop, choose_lanes, row_loops, stride_along
+from strata.codegen.llvm_plan import (
+    BodyPlan,
+    Lanes,
+    RowLoop,
+    choose_lanes,
+    choose_tile,
+    row_loops,
+    stride_along,
+    transposed_in_tile,
+)
 from strata.codegen.llvm_random import emit_philox
 from strata.codegen.llvm_reductions import BLOCK, Accumulator
 from strata.codegen.llvm_scalar_ops import emit_elementwise
@@ -97,7 +116,7 @@ def build_module(func: FuncOp, target: Target = Target()) -> ir.Module:
     module = ir.Module(name=func.sym_name.data)
     module.strata_avx512 = target.avx512
     plan = BodyPlan(func)
-    lanes = choose_lanes(func, plan, target.vector_bits)
+    lanes = choose_tile(func, plan, choose_lanes(func, plan, target.vector_bits), target.vector_bits)
     impl = _BodyEmitter(func, plan, lanes, module).function
     chunk = llvm_parallel.define_chunk(func, module, impl)
     llvm_parallel.define_entry_point(func, plan, lanes, module, chunk, target.threads)
@@ -165,7 +184,13 @@ class _BodyEmitter:
         self.reduction_sizes = [lower_index(b, sym(d), symbols) for d in func.reduction_dims]
         pointwise_sizes = [lower_index(b, sym(d), symbols) for d in func.pointwise_dims]
         lane_dim = int(lanes.var[1:]) if lanes.var and not lanes.over_reduction else None
-        outer = [(f"x{i}", n) for i, n in enumerate(pointwise_sizes) if i != lane_dim]
+        across_dim = int(lanes.across[1:]) if lanes.across else None
+        # A tiled variable's digit counts its tiles (llvm_parallel sizes the items alike).
+        outer = [
+            (f"x{i}", self._tiles(b, n) if i == across_dim else n)
+            for i, n in enumerate(pointwise_sizes)
+            if i != lane_dim
+        ]
         body = b.append_basic_block("items")
         done = b.append_basic_block("done")
         b.cbranch(b.icmp_signed("<", start, end), body, done)
@@ -181,7 +206,10 @@ class _BodyEmitter:
                 per_block = self._round_up(b, per_block)
                 lo = _min(b, b.mul(block, per_block), size)
                 hi = _min(b, b.add(lo, per_block), size)
-                self._lane_loop(b, lo, hi, lambda point: self._emit_point(b, {**env, point.var: point.base}, point))
+                if across_dim is not None:
+                    self._tiled_item(b, env, lo, hi, pointwise_sizes[across_dim])
+                else:
+                    self._lane_loop(b, lo, hi, lambda point: self._emit_point(b, {**env, point.var: point.base}, point))
         if scratch is not None:
             b.call(_libc(b.module, "free"), [scratch])
         b.branch(done)
@@ -202,6 +230,9 @@ class _BodyEmitter:
         for arg, name in zip(fn.args[len(buffers) :], [*symbols, "start", "end", "lane_blocks"]):
             arg.name = name
         return fn
+
+    def _tiles(self, b: ir.IRBuilder, n: ir.Value) -> ir.Value:
+        return b.udiv(b.add(n, ir.Constant(I64, self.lanes.count - 1)), ir.Constant(I64, self.lanes.count))
 
     def _round_up(self, b: ir.IRBuilder, n: ir.Value) -> ir.Value:
         k = ir.Constant(I64, self.lanes.count)
@@ -314,6 +345,70 @@ class _BodyEmitter:
                     with counted_loop(b, block_end, last, block) as r:
                         body({**env, **rs, last: r}, point)
                     flush()
+
+    # ------------------------------------------------------------ tiles
+    def _tiled_item(self, b: ir.IRBuilder, env: Env, lo: ir.Value, hi: ir.Value, size: ir.Value) -> None:
+        """One tile row of a tiled kernel (llvm_plan.choose_tile): `across` is bound to
+        its tile number, the lanes run over [lo, hi). Tiles are whole: the last one of a
+        row or of the lanes starts `count` points before the end, overlapping the one
+        before (a pointwise kernel writes the same values again; its outputs are never
+        read). Where a side has fewer than `count` points, the points run untiled."""
+        n = ir.Constant(I64, self.lanes.count)
+        across = self.lanes.across
+        start = b.mul(env[across], n)
+        fits = b.and_(b.icmp_signed(">=", size, n), b.icmp_signed(">=", hi, n))
+        tiled, untiled, after = (b.append_basic_block(f"{across}.{name}") for name in ("tiled", "untiled", "done"))
+        b.cbranch(fits, tiled, untiled)
+        b.position_at_end(tiled)
+        first = _min(b, start, b.sub(size, n))
+        with counted_loop(b, hi, f"{self.lanes.var}.tile", lo, self.lanes.count) as base:
+            self._emit_tile(b, {**env, across: first}, _min(b, base, b.sub(hi, n)))
+        b.branch(after)
+        b.position_at_end(untiled)
+        with counted_loop(b, _min(b, b.add(start, n), size), across, start) as x:
+            self._lane_loop(b, lo, hi, lambda point: self._emit_point(b, {**env, across: x, point.var: point.base}, point))
+        b.branch(after)
+        b.position_at_end(after)
+
+    def _emit_tile(self, b: ir.IRBuilder, env: Env, base: ir.Value) -> None:
+        """The body on the tile of `count` points of the lanes from `base` and of
+        `across` from env's value: accesses contiguous along `across` read or write
+        `count` rows of the tile, transposed in registers; the body runs once per step
+        of `across` with vectors over the lanes."""
+        n = self.lanes.count
+        var, across = self.lanes.var, self.lanes.across
+        transposed = [op for op in self.plan.ops if isinstance(op, (LoadOp, StoreOp)) and transposed_in_tile(op, self.lanes)]
+
+        def row_address(op: LoadOp | StoreOp, i: int, dtype: str) -> ir.Value:
+            row_env = {**env, var: b.add(base, ir.Constant(I64, i))}
+            return b.gep(self.buffers[op.buffer], [lower_index(b, op.index_expr, row_env)], inbounds=True, source_etype=memory_type(dtype))
+
+        columns: dict[Operation, list[ir.Value]] = {}
+        for op in transposed:
+            if isinstance(op, LoadOp):
+                dtype = dtype_of(op, op.result.type)
+                vtype = ir.VectorType(memory_type(dtype), n)
+                rows = [b.load(row_address(op, i, dtype), typ=vtype, align=itemsize(dtype)) for i in range(n)]
+                columns[op] = transpose(b, rows)
+            else:
+                columns[op] = []
+        point = LanePoint(var, n, base, None)
+        for k in range(n):
+            step_env = {**env, var: base, across: b.add(env[across], ir.Constant(I64, k))}
+            values: Values = {}
+            for op in self.plan.scalar_ops[0]:
+                if isinstance(op, LoadOp) and op in columns:
+                    values[op.result] = load_value(b, columns[op][k], dtype_of(op, op.result.type))
+                elif isinstance(op, StoreOp) and op in columns:
+                    dtype = dtype_of(op, op.value.type)
+                    columns[op].append(store_value(b, splat(b, values[op.value], n), dtype))
+                else:
+                    self._emit_op(b, op, step_env, point, values)
+        for op in transposed:
+            if isinstance(op, StoreOp):
+                dtype = dtype_of(op, op.value.type)
+                for i, row in enumerate(transpose(b, columns[op])):
+                    b.store(row, row_address(op, i, dtype), align=itemsize(dtype))
 
     # ------------------------------------------------------------ one point
     def _emit_point(self, b: ir.IRBuilder, env: Env, point: LanePoint | None) -> None:

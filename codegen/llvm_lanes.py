@@ -118,3 +118,21 @@ def vector_gep(b: ir.IRBuilder, base: ir.Value, index: ir.Value, etype: ir.Type)
     g = b.gep(base, [index], inbounds=True, source_etype=etype)
     g.type = ir.VectorType(PTR, lanes_of(index))  # llvmlite types a vector GEP as a scalar ptr
     return g
+
+
+def transpose(b: ir.IRBuilder, rows: Sequence[ir.Value]) -> list[ir.Value]:
+    """The n × n matrix whose rows are the n vectors `rows` (n a power of two),
+    transposed: log2(n) rounds of interleaving row i with row i + n/2, low halves then
+    high halves (x86 unpack and lane shuffles)."""
+    n = len(rows)
+    half = n // 2
+    low = ir.Constant(ir.VectorType(I32, n), [j for i in range(half) for j in (i, i + n)])
+    high = ir.Constant(ir.VectorType(I32, n), [j for i in range(half, n) for j in (i, i + n)])
+    rows = list(rows)
+    for _ in range(n.bit_length() - 1):
+        rows = [
+            v
+            for i in range(half)
+            for v in (b.shuffle_vector(rows[i], rows[i + half], low), b.shuffle_vector(rows[i], rows[i + half], high))
+        ]
+    return rows

@@ -1,7 +1,8 @@
 """What a kernel body does where, decided before any code is emitted: which values
 are rows, which ops run in which stage, which loops over the reduction domain there are
 and which row values they hand on to each other (BodyPlan, row_loops), and which loop
-variable the vector lanes walk (choose_lanes). codegen/llvm_kernel.py emits the code.
+variable the vector lanes walk (choose_lanes), and whether a layout-changing kernel
+walks its domain in tiles (choose_tile). codegen/llvm_kernel.py emits the code.
 """
 
 from __future__ import annotations
@@ -166,11 +167,13 @@ def stride_along(index: str, var: str) -> sympy.Expr | None:
 @dataclass(frozen=True)
 class Lanes:
     """The loop variable whose consecutive values are the vector lanes (None: scalar
-    code), how many lanes, and whether it is a reduction variable."""
+    code), how many lanes, and whether it is a reduction variable. `across`: a second
+    pointwise variable walked in tiles of `count` × `count` points (choose_tile)."""
 
     var: str | None
     count: int
     over_reduction: bool = False
+    across: str | None = None
 
 
 def choose_lanes(func: FuncOp, plan: BodyPlan, vector_bits: int) -> Lanes:
@@ -216,6 +219,55 @@ def choose_lanes(func: FuncOp, plan: BodyPlan, vector_bits: int) -> Lanes:
     if extent.is_Integer and int(extent) < count:  # a short dim: no lanes that are always off
         count = max(4, 1 << (int(extent) - 1).bit_length())
     return Lanes(var, count, over_reduction)
+
+
+# The body of a tiled kernel is emitted once per step of `across` in a tile (16 times
+# for f32 with AVX-512): larger bodies keep the gathers (and their code size).
+TILE_BODY_COST = 64
+
+
+def choose_tile(func: FuncOp, plan: BodyPlan, lanes: Lanes, vector_bits: int) -> Lanes:
+    """`lanes` tiled where a pointwise kernel changes the layout: where an access is
+    contiguous along another pointwise variable and strided along the lanes (an
+    NCHW-to-NHWC copy, `x.t().contiguous()`), the domain is walked in square tiles of
+    that variable (`across`) and the lanes, and such accesses read or write whole rows
+    of a tile, transposed in registers (`transposed_in_tile`), instead of one element a
+    lane. A tile is one vector of the widest dtype a side (at most 16). Else `lanes`."""
+    if func.reduction_dims or not lanes.var or lanes.over_reduction:
+        return lanes
+    if sum(op_cost(op) for op in plan.ops) > TILE_BODY_COST:
+        return lanes
+    stored = {op.buffer for op in plan.ops if isinstance(op, StoreOp)}
+    if any(isinstance(op, LoadOp) and op.buffer in stored for op in plan.ops):
+        return lanes  # a buffer read back: loads and stores keep their order
+    widest = max((itemsize(dtype_of(func, a.type.element)) for a in func.block.args), default=4)
+    count = min(max(vector_bits // (8 * widest), 4), 16)
+
+    def short(var: str) -> bool:
+        extent = sym(func.pointwise_dims[int(var[1:])])
+        return extent.is_Integer and int(extent) < count
+
+    if short(lanes.var):
+        return lanes
+    best: tuple[int, str] | None = None
+    for i in range(len(func.pointwise_dims)):
+        var = f"x{i}"
+        if var == lanes.var or short(var):
+            continue
+        tiled = Lanes(lanes.var, count, False, var)
+        n = sum(1 for op in plan.ops if isinstance(op, (LoadOp, StoreOp)) and transposed_in_tile(op, tiled))
+        if n and (best is None or n > best[0]):
+            best = (n, var)
+    return lanes if best is None else Lanes(lanes.var, count, False, best[1])
+
+
+def transposed_in_tile(op: LoadOp | StoreOp, lanes: Lanes) -> bool:
+    """Whether a load or store of a tiled kernel moves whole rows along `across`
+    (contiguous along it, not along the lanes), transposed in registers."""
+    if not lanes.across or isinstance(op, LoadOp) and op.values:
+        return False
+    along_lanes = stride_along(op.index.data, lanes.var)
+    return stride_along(op.index.data, lanes.across) == 1 and along_lanes != 0 and along_lanes != 1
 
 
 def _vectors_per_step(func: FuncOp, plan: BodyPlan, over_reduction: bool) -> int:
