@@ -24,30 +24,32 @@ reinterpret = getattr(_guards, "_reinterpret_tensor", None)
 
 
 class ViewCache:
-    """`known` = [input strides, sizes, strides, storage offset increment] of the last
-    layout learned (the generated runner reads it inline); `learn(x)` makes the view
-    of x the ordinary way and remembers its layout if it is an alias of x."""
+    """`known[0]` = (input strides, sizes, strides, storage offset increment) of the
+    last layout learned, one tuple replaced whole, so that a call in another thread
+    never reads half of one layout and half of another (the generated runner reads it
+    inline); `learn(x)` makes the view of x the ordinary way and remembers its layout
+    if it is an alias of x."""
 
     def __init__(self, view: Callable[[torch.Tensor], torch.Tensor]):
         self.view = view
-        self.known: list[Any] = [None, None, None, 0]
+        self.known: list[tuple[Any, ...]] = [(None, None, None, 0)]
 
     def learn(self, x: torch.Tensor) -> torch.Tensor:
         y = self.view(x)
         if y.untyped_storage().data_ptr() == x.untyped_storage().data_ptr() and y.dtype == x.dtype:
-            self.known[:] = [x.stride(), tuple(y.shape), y.stride(), y.storage_offset() - x.storage_offset()]
+            self.known[0] = (x.stride(), tuple(y.shape), y.stride(), y.storage_offset() - x.storage_offset())
         return y
 
     def __call__(self, x: torch.Tensor) -> torch.Tensor:
-        k = self.known
+        k = self.known[0]
         return reinterpret(x, k[1], k[2], k[3]) if x.stride() == k[0] else self.learn(x)
 
 
 def view_step_code(cache: ViewCache, x: str, result: int) -> tuple[list[str], dict[str, Any]]:
     """The generated statement of a cached view of `x` into register `result`, with
     the names it uses (str.format fields, as the runner's InlineStep wants)."""
-    code = (
-        f"regs[{result}] = {{reinterpret}}({x}, {{known}}[1], {{known}}[2], {{known}}[3]) "
-        f"if {x}.stride() == {{known}}[0] else {{learn}}({x})"
-    )
-    return [code], {"reinterpret": reinterpret, "known": cache.known, "learn": cache.learn}
+    code = [
+        "k = {known}[0]",
+        f"regs[{result}] = {{reinterpret}}({x}, k[1], k[2], k[3]) if {x}.stride() == k[0] else {{learn}}({x})",
+    ]
+    return code, {"reinterpret": reinterpret, "known": cache.known, "learn": cache.learn}

@@ -91,7 +91,7 @@ def test_view_cache_learns_each_layout():
     cache = ViewCache(lambda x: x.reshape(2, 12))
     a = torch.randn(4, 6)
     torch.testing.assert_close(cache(a), a.reshape(2, 12))
-    assert cache.known[0] == (6, 1)
+    assert cache.known[0][0] == (6, 1)
     b = torch.randn(10, 6)[3:7]  # same strides, another storage offset
     out = cache(b)
     torch.testing.assert_close(out, b.reshape(2, 12))
@@ -102,7 +102,7 @@ def test_view_cache_does_not_remember_a_copy():
     cache = ViewCache(lambda x: x.reshape(24))
     t = torch.randn(6, 4).t()  # not viewable as one dim: reshape copies
     torch.testing.assert_close(cache(t), t.reshape(24))
-    assert cache.known[0] is None
+    assert cache.known[0][0] is None
     t[0, 0] = 5.0
     assert cache(t)[0] == 5.0  # a fresh copy each call, never a stale alias
 
