@@ -28,7 +28,7 @@ from strata.dialects import aten
 from strata.dialects.prim import dims_attr
 from strata.dialects.types import TensorType, dtype_name, from_torch_sympy
 from strata.frontend.storage_offsets import storage_offset_attr
-from strata.passes.fusion.fresh_results import FRESH_RESULTS, fresh_results_attr
+from strata.passes.fusion.fresh_results import RESULT_BASES, result_bases_attr
 from strata.passes.infer_shapes import TRACED
 from strata.passes.provenance import parse_source
 
@@ -133,30 +133,39 @@ def import_graph(gm: torch.fx.GraphModule) -> ImportedGraph:
     fn.attributes["strata.device"] = StringAttr(_graph_device([*placeholders, *gm.graph.nodes]))
     output_node = next(n for n in graph.nodes if n.op == "output")
     tensors = [v for v in _flatten(output_node.args[0]) if isinstance(v, torch.fx.Node) and isinstance(env.get(v), SSAValue)]
-    fn.attributes[FRESH_RESULTS] = fresh_results_attr([i for i, v in enumerate(tensors) if not _aliases_an_input(v)])
+    fn.attributes[RESULT_BASES] = result_bases_attr(_result_bases(tensors))
     fn.attributes[TRACED] = UnitAttr()  # infer-shapes keeps the types torch traced
     from strata.frontend.effects import token_positions
 
     return ImportedGraph(ModuleOp([fn]), constants, arg_symbols, output_spec, token_positions(placeholders))
 
 
-def _aliases_an_input(n: torch.fx.Node) -> bool:
-    """Whether the traced graph makes n by view ops (a return that aliases its
-    argument, `Tensor(a)` in the schema) from a graph input: then eager's result is
-    a view of that input, and others are tensors of their own (fusion/fresh_results)."""
-    while True:
-        if n.op in ("placeholder", "get_attr"):
-            return True
-        if n.op != "call_function" or not n.args or not isinstance(n.args[0], torch.fx.Node):
-            return False
-        if n.target is operator.getitem:  # one result of a multi-result view (split)
+def _result_bases(results: list[torch.fx.Node]) -> list[tuple[int, bool]]:
+    """For each tensor result, what eager's result is a view of: -1 for a graph input
+    (its base, under a chain of view ops, is a placeholder), else the number of its base
+    node (results with one base share a number); and whether the result is that base
+    itself. View ops are those whose schema says the result aliases its argument
+    (`Tensor(a)`); see passes/fusion/fresh_results.py."""
+    numbers: dict[torch.fx.Node, int] = {}
+    out = []
+    for n in results:
+        base = _view_base(n)
+        number = -1 if base.op in ("placeholder", "get_attr") else numbers.setdefault(base, len(numbers))
+        out.append((number, base is n))
+    return out
+
+
+def _view_base(n: torch.fx.Node) -> torch.fx.Node:
+    while n.op == "call_function" and n.args and isinstance(n.args[0], torch.fx.Node):
+        if n.target is operator.getitem:  # one result of a multi-result op: a view if it is
             n = n.args[0]
             continue
         schema = getattr(n.target, "_schema", None)
         returns = schema.returns if schema is not None else ()
         if not returns or returns[0].alias_info is None or returns[0].alias_info.is_write:
-            return False
+            return n
         n = n.args[0]
+    return n
 
 
 def _graph_device(nodes) -> str:
