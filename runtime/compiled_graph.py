@@ -293,7 +293,7 @@ class CompiledGraph:
                 def unary(regs: list, env: dict) -> None:
                     regs[result] = fast(regs[x])
 
-                if isinstance(op, _CACHED_VIEWS) and reinterpret is not None and _static(op.operands[0].type.dims) is not None:
+                if isinstance(op, prim.VIEW_OPS) and reinterpret is not None and _static(op.operands[0].type.dims) is not None:
                     cache = ViewCache(fast)
 
                     def cached(regs: list, env: dict) -> None:
@@ -420,9 +420,6 @@ def _inline_launch(func: kd.FuncOp, call: str, ins: list[int], planned: list, na
     symbols = "[" + ", ".join(f"env[{n!r}]" for n in names) + "]" if names else "()"
     code.append(f"{call}([{', '.join(buffers)}], {symbols})")
     return InlineStep(code, objects, step, f"{func.sym_name.data}")
-
-
-_CACHED_VIEWS = (prim.PermuteOp, prim.ReshapeOp, prim.SliceOp, prim.BroadcastInDimOp)
 
 
 def _view_code(op: PrimOp, x: str) -> str:
