@@ -73,30 +73,37 @@ def is_float(dtype: str) -> bool:
     return dtype in FLOAT_DTYPES
 
 
+# Built once: scalar_type is called for every op a kernel is generated from.
+_SCALAR_TYPES: dict[str, Attribute] = {
+    "f16": Float16Type(),
+    "bf16": BFloat16Type(),
+    "f32": Float32Type(),
+    "f64": Float64Type(),
+    "i8": IntegerType(8),
+    "i16": IntegerType(16),
+    "i32": IntegerType(32),
+    "i64": IntegerType(64),
+    "u8": IntegerType(8, Signedness.UNSIGNED),
+    "i1": IntegerType(1),
+}
+
+
 def scalar_type(dtype: str) -> Attribute:
     """The builtin scalar type that kernel bodies use for one element of `dtype`."""
-    return {
-        "f16": Float16Type(),
-        "bf16": BFloat16Type(),
-        "f32": Float32Type(),
-        "f64": Float64Type(),
-        "i8": IntegerType(8),
-        "i16": IntegerType(16),
-        "i32": IntegerType(32),
-        "i64": IntegerType(64),
-        "u8": IntegerType(8, Signedness.UNSIGNED),
-        "i1": IntegerType(1),
-    }[dtype]
+    return _SCALAR_TYPES[dtype]
+
+
+_SCALAR_DTYPES: dict[Attribute, str] = {t: name for name, t in _SCALAR_TYPES.items()}
 
 
 def scalar_dtype(t: Attribute) -> str:
     """Inverse of `scalar_type`; `index` counts as i64."""
     if isinstance(t, IndexType):
         return "i64"
-    for name in DTYPES:
-        if name not in COMPLEX_DTYPES and scalar_type(name) == t:
-            return name
-    raise ValueError(f"not a strata scalar type: {t}")
+    try:
+        return _SCALAR_DTYPES[t]
+    except (KeyError, TypeError):  # TypeError: an unhashable attribute
+        raise ValueError(f"not a strata scalar type: {t}") from None
 
 
 @lru_cache(maxsize=8192)

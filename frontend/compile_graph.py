@@ -146,10 +146,15 @@ def kernel_compiler(
     # Kernels whose text is the same but for the name (one per layer of a model) are
     # compiled once per graph: a 12-layer model compiles and loads a layer's kernels once.
     same_code: dict[str, tuple[str, Any]] = {}
+    # A graph read from a cache has one kernel.func per distinct kernel, launched many
+    # times (graph_cache.merge_identical_kernels): each is printed once, not per launch.
+    texts: dict[kd.FuncOp, str] = {}  # by identity (xDSL ops hash so)
 
     def compile_kernel(func: kd.FuncOp):
         name = func.sym_name.data
-        text = str(func).replace(f"@{name} ", "@_ ", 1)
+        text = texts.get(func)
+        if text is None:
+            text = texts[func] = str(func).replace(f"@{name} ", "@_ ", 1)
         if text in same_code:
             first, compiled = same_code[text]
             codegen_log.info("%s: the same code as %s", name, first)

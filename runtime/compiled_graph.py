@@ -92,6 +92,7 @@ class CompiledGraph:
         ]
         self._enter = self._entry()
         self.steps: list[Step] = []
+        self._precompile: dict[int, tuple[Any, list[torch.dtype]]] = {}
         step_ops = []
         seeds = [op for op in self.program.block.ops if isinstance(op, RandomSeedOp)]
         for op in self.program.block.ops:
@@ -114,6 +115,11 @@ class CompiledGraph:
             else:
                 raise ValueError(f"the runtime cannot run {op.name}")
             step_ops.append(op)
+        if self._precompile:  # the Triton kernels compiled side by side, now
+            from strata.codegen.triton_precompile import precompile
+
+            precompile(list(self._precompile.values()), self.device)
+            self._precompile.clear()
         self._registers = len(self._slots)
         self._plan = self._with_frees(step_ops)
         self._run, self.runner_source = generate_runner(self._plan, f"{len(self._plan)} steps")
@@ -207,6 +213,15 @@ class CompiledGraph:
         return names["enter"]
 
     # ------------------------------------------------------------ steps
+    def _precompile_job(self, compiled: Any, op: kd.LaunchOp) -> None:
+        """Queues a static Triton kernel's module for codegen/triton_precompile.py."""
+        module = getattr(compiled, "module", None)
+        if self.device.type != "cuda" or module is None or getattr(compiled, "run", None) is not module.launch:
+            return  # not a Triton module on a GPU, or one max-autotune times at its first call
+        values = [*op.args, *op.outs]
+        if all(isinstance(v.type, TensorType) for v in values):
+            self._precompile.setdefault(id(module), (module, [DTYPES[v.type.dtype] for v in values]))
+
     def _launch_step(self, op: kd.LaunchOp, func: kd.FuncOp) -> Step:
         self.kernels[func.sym_name.data] = compiled = self.compile_kernel(func)
         kernel = getattr(compiled, "run", compiled)  # the launch itself, one call fewer
@@ -227,6 +242,7 @@ class CompiledGraph:
         )
         fixed = [(slot, static, dtype, s) for (slot, static, _, dtype, _), s in zip(outs, static_strides)]
         if static and launch is None:  # a Triton kernel: tensors in
+            self._precompile_job(compiled, op)
             alloc = fast_empty_strided(device)
             planned = [
                 (slot, tuple(sizes), tuple(contiguous_strides(sizes) if st is None else st), dtype)

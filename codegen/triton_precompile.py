@@ -1,0 +1,92 @@
+"""Compiling a graph's Triton kernels side by side, before its first call.
+
+Triton compiles a kernel at its first launch: a graph's kernels one after another, each
+waiting on ptxas and, for each new argument signature, on a C compiler building the
+launcher (both subprocesses). A cold compile of resnet18 spent about half of its
+kernel time waiting on them (docs/performance.md). Here, once a graph's kernels are
+generated, each static kernel module's `launch` is run with every CallSite replaced by
+a stand-in that asks Triton to compile (`JITFunction.warmup`) and load the kernel that
+site would launch, without launching it; the modules are taken by a pool of threads,
+so the subprocesses of several kernels run at once. The kernels land in Triton's own
+caches under the keys the real launches compute (the buffers are real tensors of the
+right dtypes, 16-byte aligned as the graph's buffers are), so the first call finds them.
+
+Only kernels of static sizes are compiled ahead (a symbolic kernel's tile depends on
+the sizes of each call). Anything that fails here is left to the first launch, which
+compiles as before and raises what it raises. STRATA_PRECOMPILE_THREADS sets the pool
+size (0: compile at first launch, as before).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import logging
+import os
+from concurrent.futures import ThreadPoolExecutor
+from types import ModuleType
+from typing import Any
+
+import torch
+
+from strata.codegen.triton_launch import CallSite
+
+ENV_VAR = "STRATA_PRECOMPILE_THREADS"
+log = logging.getLogger("strata.codegen")
+
+
+class _Compiling:
+    """A CallSite's stand-in during precompile: compiles and loads the kernel the site
+    would launch with these arguments, launching nothing."""
+
+    def __init__(self, site: CallSite):
+        self.site = site
+
+    def __call__(self, grid: tuple[int, ...], *args: Any) -> None:
+        kernel = self.site.fn.warmup(*args, grid=grid, **self.site.options)
+        getattr(kernel, "run", None)  # builds the launcher and loads the binary
+
+
+def precompile_module(module: ModuleType, dtypes: list[torch.dtype], device: torch.device) -> None:
+    """Compiles the kernels `module.launch` runs for buffers of these dtypes."""
+    sites = {name: v for name, v in vars(module).items() if isinstance(v, CallSite)}
+    if not sites:
+        return
+    with torch.cuda.device(device) if device.type == "cuda" else contextlib.nullcontext():
+        buffers = [torch.empty(1, dtype=d, device=device) for d in dtypes]
+        try:
+            for name, site in sites.items():
+                setattr(module, name, _Compiling(site))
+            module.launch(buffers, ())
+        finally:
+            for name, site in sites.items():
+                setattr(module, name, site)
+
+
+def threads() -> int:
+    wanted = os.environ.get(ENV_VAR)
+    if wanted is not None:
+        return max(int(wanted), 0)
+    try:
+        return min(len(os.sched_getaffinity(0)), 16)
+    except AttributeError:
+        return min(os.cpu_count() or 1, 16)
+
+
+def precompile(jobs: list[tuple[ModuleType, list[torch.dtype]]], device: torch.device) -> int:
+    """Compiles each job's kernels on a pool of threads; returns how many modules
+    compiled without error (the others compile at their first launch)."""
+    workers = min(threads(), len(jobs))
+    if workers == 0:
+        return 0
+
+    def one(job: tuple[ModuleType, list[torch.dtype]]) -> bool:
+        module, dtypes = job
+        try:
+            precompile_module(module, dtypes, device)
+            return True
+        except Exception as e:  # left to the first launch
+            log.info("precompile of %s failed (%s: %s); it compiles at its first launch", module.__name__, type(e).__name__, e)
+            return False
+
+    with ThreadPoolExecutor(workers, thread_name_prefix="strata-precompile") as pool:
+        return sum(pool.map(one, jobs))
