@@ -120,7 +120,7 @@ def model_markdown(cells: list[Cell], device: str) -> str:
             + (" (or as accurate as eager against the fp32 model: error at most 1.5× eager's + 1e-3)" if dtype != "fp32" else ""),
             "",
             "| model | inputs | eager ms | Inductor ms | strata ms | Inductor vs eager | strata vs eager | strata vs Inductor "
-            "| cold compile s (Inductor / strata) | warm compile s (Inductor / strata) | peak MiB (eager / Inductor / strata) "
+            "| cold compile s (Inductor / strata) | warm compile s (Dynamo alone / Inductor / strata) | peak MiB (eager / Inductor / strata) "
             "| max err (Inductor / strata) |",
             "| --- | --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |",
         ]
@@ -133,7 +133,7 @@ def model_markdown(cells: list[Cell], device: str) -> str:
                 continue
             ms = [_f(c.ms.get(k), ".3f", "failed" if k in c.failed else "-") for k in CONTENDERS]
             cold = " / ".join(_f(c.compile_s.get(k), ".1f", "failed" if k in c.failed else "-") for k in COMPILERS)
-            warm = " / ".join(_f(c.warm_compile_s.get(k), ".2f") for k in COMPILERS)
+            warm = " / ".join(_f(c.warm_compile_s.get(k), ".2f") for k in model_suite.WARM_COMPILERS)
             if c.warm_compile_s.get("strata") is not None and c.warm_compile_s["strata"] > 1.0:
                 warm += " (> 1 s)"
             peak = " / ".join(_f(c.peak_mib.get(k), ".0f", "n/a" if device != "cuda" else "-") for k in CONTENDERS)
@@ -150,7 +150,8 @@ def model_markdown(cells: list[Cell], device: str) -> str:
         "(above 1: strata is faster). Cold compile: the first call in this process, from `torch.compile` to the first "
         "result, with caches empty at the start of the run (a kernel an earlier model compiled may already be cached). "
         "Warm compile: the same first call in a second process that finds this run's caches (strata's target: at most "
-        "1 s). Peak memory: torch.cuda.max_memory_allocated over one call, weights and inputs included.",
+        "1 s); Dynamo alone: that process's first call of the model through Dynamo with the `eager` backend (the "
+        "captured graph runs as it is, nothing compiled), the part of a warm compile every backend pays. Peak memory: torch.cuda.max_memory_allocated over one call, weights and inputs included.",
         "",
     ]
     notes = []

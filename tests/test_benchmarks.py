@@ -120,7 +120,7 @@ def test_small_cpu_suite_end_to_end(tmp_path):
         assert set(m["ms"]) == {"eager", "inductor", "strata"} and all(t > 0 for t in m["ms"].values())
         assert m["ok"] == {"inductor": True, "strata": True}
         assert m["max_err"]["strata"] < 1e-3
-        assert m["compile_s"]["strata"] > 0 and m["warm_compile_s"]["strata"] > 0 and m["warm_compile_s"]["inductor"] > 0
+        assert m["compile_s"]["strata"] > 0 and all(m["warm_compile_s"][k] > 0 for k in ("dynamo", "inductor", "strata"))
         assert m["peak_mib"] == {"eager": None, "inductor": None, "strata": None}  # n/a on CPU
         assert m["speedup_over_eager"]["strata"] == pytest.approx(m["ms"]["eager"] / m["ms"]["strata"])
         assert m["strata_vs_inductor"] == pytest.approx(m["ms"]["inductor"] / m["ms"]["strata"])
