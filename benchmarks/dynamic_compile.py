@@ -41,7 +41,8 @@ torch.manual_seed(0)
 model = TransformerBlock(d=64, heads=4).to(device)
 x = torch.randn(2, 16, 64, device=device, requires_grad=True)
 cpu, wall = time.process_time(), time.perf_counter()
-compiled = torch.compile(model, backend=backend, dynamic=dynamic)
+# strata.compile: the same as backend="strata", also where strata is not installed as a package
+compiled = strata.compile(model, dynamic=dynamic) if backend == "strata" else torch.compile(model, backend=backend, dynamic=dynamic)
 compiled(x).sum().backward()
 if device == "cuda":
     torch.cuda.synchronize()
