@@ -11,8 +11,9 @@ so the subprocesses of several kernels run at once. The kernels land in Triton's
 caches under the keys the real launches compute (the buffers are real tensors of the
 right dtypes, 16-byte aligned as the graph's buffers are), so the first call finds them.
 
-Only kernels of static sizes are compiled ahead (a symbolic kernel's tile depends on
-the sizes of each call). Anything that fails here is left to the first launch, which
+Kernels of static sizes are compiled when the graph is built; kernels of symbolic sizes
+(whose tile the sizes choose) at the start of the graph's first call, for that call's
+sizes, before its first launch. Anything that fails here is left to the first launch, which
 compiles as before and raises what it raises. STRATA_PRECOMPILE_THREADS sets the pool
 size (0: compile at first launch, as before).
 """
@@ -28,10 +29,15 @@ from typing import Any
 
 import torch
 
-from strata.codegen.triton_launch import CallSite
+from strata.codegen.triton_launch import CallSite, DirectLauncher
 
 ENV_VAR = "STRATA_PRECOMPILE_THREADS"
 log = logging.getLogger("strata.codegen")
+
+
+def _compile(fn: Any, grid: tuple[int, ...], args: tuple, options: dict[str, Any]) -> None:
+    kernel = fn.warmup(*args, grid=grid, **options)
+    getattr(kernel, "run", None)  # builds the launcher and loads the binary
 
 
 class _Compiling:
@@ -42,24 +48,40 @@ class _Compiling:
         self.site = site
 
     def __call__(self, grid: tuple[int, ...], *args: Any) -> None:
-        kernel = self.site.fn.warmup(*args, grid=grid, **self.site.options)
-        getattr(kernel, "run", None)  # builds the launcher and loads the binary
+        _compile(self.site.fn, grid, args, self.site.options)
 
 
-def precompile_module(module: ModuleType, dtypes: list[torch.dtype], device: torch.device) -> None:
-    """Compiles the kernels `module.launch` runs for buffers of these dtypes."""
-    sites = {name: v for name, v in vars(module).items() if isinstance(v, CallSite)}
-    if not sites:
+class _CompilingLauncher:
+    """The same for a DirectLauncher (`kernel[grid](*args, **options)`, the launches of
+    symbolic kernels, whose tile the sizes choose)."""
+
+    def __init__(self, launcher: DirectLauncher):
+        self.launcher = launcher
+
+    def __getitem__(self, grid: tuple[int, ...]):
+        return lambda *args, **options: _compile(self.launcher.fn, grid, args, options)
+
+
+def precompile_module(module: ModuleType, dtypes: list[torch.dtype], device: torch.device, symbols: list[int] = ()) -> None:
+    """Compiles the kernels `module.launch(buffers, symbols)` runs for buffers of these
+    dtypes and these symbol values."""
+    stand_ins = {
+        name: _Compiling(v) if isinstance(v, CallSite) else _CompilingLauncher(v)
+        for name, v in vars(module).items()
+        if isinstance(v, CallSite | DirectLauncher)
+    }
+    if not stand_ins:
         return
+    real = {name: getattr(module, name) for name in stand_ins}
     with torch.cuda.device(device) if device.type == "cuda" else contextlib.nullcontext():
         buffers = [torch.empty(1, dtype=d, device=device) for d in dtypes]
         try:
-            for name, site in sites.items():
-                setattr(module, name, _Compiling(site))
-            module.launch(buffers, ())
+            for name, stand_in in stand_ins.items():
+                setattr(module, name, stand_in)
+            module.launch(buffers, list(symbols))
         finally:
-            for name, site in sites.items():
-                setattr(module, name, site)
+            for name, v in real.items():
+                setattr(module, name, v)
 
 
 def threads() -> int:
@@ -72,17 +94,20 @@ def threads() -> int:
         return min(os.cpu_count() or 1, 16)
 
 
-def precompile(jobs: list[tuple[ModuleType, list[torch.dtype]]], device: torch.device) -> int:
+Job = tuple[ModuleType, list[torch.dtype], list[int]]  # a module, its buffers' dtypes, its symbols' values
+
+
+def precompile(jobs: list[Job], device: torch.device) -> int:
     """Compiles each job's kernels on a pool of threads; returns how many modules
     compiled without error (the others compile at their first launch)."""
     workers = min(threads(), len(jobs))
     if workers == 0:
         return 0
 
-    def one(job: tuple[ModuleType, list[torch.dtype]]) -> bool:
-        module, dtypes = job
+    def one(job: Job) -> bool:
+        module, dtypes, symbols = job
         try:
-            precompile_module(module, dtypes, device)
+            precompile_module(module, dtypes, device, symbols)
             return True
         except Exception as e:  # left to the first launch
             log.info("precompile of %s failed (%s: %s); it compiles at its first launch", module.__name__, type(e).__name__, e)

@@ -92,7 +92,8 @@ class CompiledGraph:
         ]
         self._enter = self._entry()
         self.steps: list[Step] = []
-        self._precompile: dict[int, tuple[Any, list[torch.dtype]]] = {}
+        self._precompile: dict[int, tuple[Any, list[torch.dtype], list[int]]] = {}
+        self._first_call_jobs: list | None = []  # None once the first call has run them
         step_ops = []
         seeds = [op for op in self.program.block.ops if isinstance(op, RandomSeedOp)]
         for op in self.program.block.ops:
@@ -213,14 +214,32 @@ class CompiledGraph:
         return names["enter"]
 
     # ------------------------------------------------------------ steps
-    def _precompile_job(self, compiled: Any, op: kd.LaunchOp) -> None:
-        """Queues a static Triton kernel's module for codegen/triton_precompile.py."""
+    def _precompile_job(self, compiled: Any, op: kd.LaunchOp, names: Sequence[str] = ()) -> None:
+        """Queues a Triton kernel's module for codegen/triton_precompile.py: a static one
+        now, one of symbolic sizes (`names`: its symbols) for the first call."""
         module = getattr(compiled, "module", None)
         if self.device.type != "cuda" or module is None or getattr(compiled, "run", None) is not module.launch:
             return  # not a Triton module on a GPU, or one max-autotune times at its first call
         values = [*op.args, *op.outs]
         if all(isinstance(v.type, TensorType) for v in values):
-            self._precompile.setdefault(id(module), (module, [DTYPES[v.type.dtype] for v in values]))
+            dtypes = [DTYPES[v.type.dtype] for v in values]
+            if names:
+                self._first_call_jobs.append((module, dtypes, list(names)))
+            else:
+                self._precompile.setdefault(id(module), (module, dtypes, []))
+
+    def _precompile_for(self, env: dict[str, int]) -> None:
+        """The first call's precompile of the symbolic kernels, for its sizes."""
+        jobs, self._first_call_jobs = self._first_call_jobs, None
+        if not jobs:
+            return
+        from strata.codegen.triton_precompile import precompile
+
+        ready = {}
+        for module, dtypes, names in jobs:
+            if all(n in env for n in names):  # not symbols a data-dependent op binds later
+                ready.setdefault((id(module), tuple(env[n] for n in names)), (module, dtypes, [env[n] for n in names]))
+        precompile(list(ready.values()), self.device)
 
     def _launch_step(self, op: kd.LaunchOp, func: kd.FuncOp) -> Step:
         self.kernels[func.sym_name.data] = compiled = self.compile_kernel(func)
@@ -242,7 +261,7 @@ class CompiledGraph:
         )
         fixed = [(slot, static, dtype, s) for (slot, static, _, dtype, _), s in zip(outs, static_strides)]
         if static and launch is None:  # a Triton kernel: tensors in
-            self._precompile_job(compiled, op)
+            self._precompile_job(compiled, op, names)
             alloc = fast_empty_strided(device)
             planned = [
                 (slot, tuple(sizes), tuple(contiguous_strides(sizes) if st is None else st), dtype)
@@ -282,6 +301,8 @@ class CompiledGraph:
             return _inline_launch(func, "{launch}", ins, planned, names, {"launch": launch, "alloc": alloc}, step, pointers=True)
 
         stride_fns = [None if st is None else size_fn(st) for *_, st in outs]
+        if launch is None:
+            self._precompile_job(compiled, op, names)
 
         def generic_step(regs: list, env: dict) -> None:
             buffers = [regs[i] for i in ins]
@@ -406,6 +427,8 @@ class CompiledGraph:
             for bind in self._binders.values():  # the error that names a wrong argument
                 bind(args, {})
             raise
+        if self._first_call_jobs is not None:
+            self._precompile_for(env)
         if self._memory is None:
             self._run(regs, env)
             return [regs[i] for i in self._result_slots]

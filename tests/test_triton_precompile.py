@@ -11,7 +11,7 @@ import pytest
 import torch
 
 from strata.codegen import triton_precompile
-from strata.codegen.triton_launch import CallSite
+from strata.codegen.triton_launch import CallSite, DirectLauncher
 
 
 class FakeParam:
@@ -36,7 +36,7 @@ class FakeJIT:
         self.log = log
 
     def warmup(self, *args, grid, **options):
-        self.log.append(("warmup", grid, tuple(a.dtype for a in args), options, threading.current_thread().name))
+        self.log.append(("warmup", grid, tuple(getattr(a, "dtype", a) for a in args), options, threading.current_thread().name))
         return FakeKernel(self.log)
 
     def __getitem__(self, grid):
@@ -71,7 +71,7 @@ def test_modules_compile_on_the_pool_and_failures_are_left_to_the_first_launch(m
     log = []
     good = [fake_module(log)[0] for _ in range(3)]
     bad, bad_site = fake_module(log, fail=True)
-    jobs = [(m, [torch.float32, torch.float32]) for m in [*good, bad]]
+    jobs = [(m, [torch.float32, torch.float32], []) for m in [*good, bad]]
     assert triton_precompile.precompile(jobs, torch.device("cpu")) == 3
     threads = {entry[-1] for entry in log if entry[0] == "warmup"}
     assert len([e for e in log if e[0] == "warmup"]) == 3
@@ -79,30 +79,47 @@ def test_modules_compile_on_the_pool_and_failures_are_left_to_the_first_launch(m
     assert bad._site0 is bad_site
 
 
+def test_symbolic_launches_compile_for_the_given_sizes():
+    """A symbolic module launches through DirectLaunchers, with its symbols' values."""
+    log = []
+    module = types.ModuleType("strata_triton_symbolic")
+    module.k0 = launcher = DirectLauncher(FakeJIT(log))
+
+    def launch(buffers, symbols):
+        (n,) = symbols
+        module.k0[(n // 8,)](*buffers, n, XBLOCK=8, num_warps=2)
+
+    module.launch = launch
+    triton_precompile.precompile_module(module, [torch.float32, torch.float32], torch.device("cpu"), [64])
+    assert log[0][:4] == ("warmup", (8,), (torch.float32, torch.float32, 64), {"XBLOCK": 8, "num_warps": 2})
+    assert module.k0 is launcher
+
+
 def test_zero_threads_turns_it_off(monkeypatch):
     monkeypatch.setenv(triton_precompile.ENV_VAR, "0")
     log = []
     module, _ = fake_module(log)
-    assert triton_precompile.precompile([(module, [torch.float32, torch.float32])], torch.device("cpu")) == 0
+    assert triton_precompile.precompile([(module, [torch.float32, torch.float32], [])], torch.device("cpu")) == 0
     assert log == []
 
 
 @pytest.mark.skipif(not torch.cuda.is_available(), reason="Triton compiles for a GPU")
-def test_a_graph_first_call_finds_its_kernels_compiled(monkeypatch):
-    """Every kernel of a cold compile is compiled on the pool; none at the first launch."""
+@pytest.mark.parametrize("dynamic", [False, True])
+def test_a_graph_first_call_finds_its_kernels_compiled(monkeypatch, dynamic):
+    """Every kernel of a cold compile, static or symbolic, is compiled on the pool; none
+    at its first launch."""
     import strata
     from triton import knobs
 
     compiled_on = []
     monkeypatch.setattr(knobs.runtime, "jit_post_compile_hook", lambda **kw: compiled_on.append(threading.current_thread().name))
-    monkeypatch.setenv("STRATA_CACHE_DIR", str(pytest.importorskip("tempfile").mkdtemp()))
 
     def f(x, y):
         return torch.softmax(x * 3.0, dim=-1) + y.sum(dim=0), (x.exp() * y).mean(dim=1)
 
     x = torch.randn(64, 1000, device="cuda")
     y = torch.randn(64, 1000, device="cuda")
-    out = strata.compile(f, options={"graph_cache": False})(x, y)
+    out = strata.compile(f, dynamic=dynamic, options={"graph_cache": False})(x, y)
     expected = f(x, y)
     for a, b in zip(out, expected):
         torch.testing.assert_close(a, b)
