@@ -61,10 +61,13 @@ class CompiledKernel:
     """A kernel ready to launch on buffers (block-argument order) and symbol values."""
 
     def __init__(self, name: str, source: str, launch: Callable[[list[torch.Tensor], list[int]], None], interpret: bool,
-                 module: ModuleType | None = None):
+                 module: ModuleType | None = None, generated: bool = True):
         self.name = name
         self.source = source
         self.module = module
+        # Generated now, not read from the cache: Triton has most likely not compiled
+        # it either (runtime/compiled_graph.py compiles only those ahead).
+        self.generated = generated
         self.run = _interpreted(launch) if interpret else launch
 
     def __call__(self, buffers: list[torch.Tensor], symbols: list[int]) -> None:
@@ -85,14 +88,15 @@ def compile_kernel(func: FuncOp, device: str = "cuda", max_autotune: bool = Fals
     key = cache.cache_key(str(func), CACHE_KIND, device, GENERATOR, "tune" if max_autotune else "", str(sorted(FEATURES.items())))
     path = cache.path_of(CACHE_KIND, key, ".py")
     module = _load_cached(path, key, device)
-    if module is None:
+    generated = module is None
+    if generated:
         source = KernelSource(func, device, tune=max_autotune).module()
         path = cache.write(CACHE_KIND, key, ".py", source.encode())
         module = _load(path, key, device)
     launch = module.launch
     if max_autotune:
         launch = Autotuner(kernel_name(func), key, module, bool(func.reduction_dims), device)
-    return CompiledKernel(kernel_name(func), path.read_text(), launch, device == "cpu", module)
+    return CompiledKernel(kernel_name(func), path.read_text(), launch, device == "cpu", module, generated)
 
 
 def _device_kind(device: str) -> str:
