@@ -61,13 +61,10 @@ class CompiledKernel:
     """A kernel ready to launch on buffers (block-argument order) and symbol values."""
 
     def __init__(self, name: str, source: str, launch: Callable[[list[torch.Tensor], list[int]], None], interpret: bool,
-                 module: ModuleType | None = None, generated: bool = True):
+                 module: ModuleType | None = None):
         self.name = name
         self.source = source
         self.module = module
-        # Generated now, not read from the cache: Triton has most likely not compiled
-        # it either (runtime/compiled_graph.py compiles only those ahead).
-        self.generated = generated
         self.run = _interpreted(launch) if interpret else launch
 
     def __call__(self, buffers: list[torch.Tensor], symbols: list[int]) -> None:
@@ -88,15 +85,14 @@ def compile_kernel(func: FuncOp, device: str = "cuda", max_autotune: bool = Fals
     key = cache.cache_key(str(func), CACHE_KIND, device, GENERATOR, "tune" if max_autotune else "", str(sorted(FEATURES.items())))
     path = cache.path_of(CACHE_KIND, key, ".py")
     module = _load_cached(path, key, device)
-    generated = module is None
-    if generated:
+    if module is None:
         source = KernelSource(func, device, tune=max_autotune).module()
         path = cache.write(CACHE_KIND, key, ".py", source.encode())
         module = _load(path, key, device)
     launch = module.launch
     if max_autotune:
         launch = Autotuner(kernel_name(func), key, module, bool(func.reduction_dims), device)
-    return CompiledKernel(kernel_name(func), path.read_text(), launch, device == "cpu", module, generated)
+    return CompiledKernel(kernel_name(func), path.read_text(), launch, device == "cpu", module)
 
 
 def _device_kind(device: str) -> str:

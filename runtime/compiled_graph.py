@@ -220,8 +220,6 @@ class CompiledGraph:
         module = getattr(compiled, "module", None)
         if self.device.type != "cuda" or module is None or getattr(compiled, "run", None) is not module.launch:
             return  # not a Triton module on a GPU, or one max-autotune times at its first call
-        if not getattr(compiled, "generated", True):
-            return  # read from the cache: Triton's cache has its binary, loaded faster one by one
         values = [*op.args, *op.outs]
         if all(isinstance(v.type, TensorType) for v in values):
             dtypes = [DTYPES[v.type.dtype] for v in values]

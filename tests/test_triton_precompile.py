@@ -107,8 +107,7 @@ def test_zero_threads_turns_it_off(monkeypatch):
 @pytest.mark.parametrize("dynamic", [False, True])
 def test_a_graph_first_call_finds_its_kernels_compiled(monkeypatch, tmp_path, dynamic):
     """Every kernel of a cold compile, static or symbolic, is compiled on the pool; none
-    at its first launch. (Kernels read from strata's cache are not: Triton's cache holds
-    their binaries, which load faster one by one.)"""
+    at its first launch."""
     import strata
     from triton import knobs
 
