@@ -4,20 +4,22 @@ Triton compiles a kernel at its first launch: a graph's kernels one after anothe
 waiting on ptxas and, for each new argument signature, on a C compiler building the
 launcher (both subprocesses). A cold compile of resnet18 spent about half of its
 kernel time waiting on them (docs/performance.md). Here, once a graph's kernels are
-generated, each static kernel module's `launch` is run with every CallSite replaced by
-a stand-in that asks Triton to compile (`JITFunction.warmup`) and load the kernel that
-site would launch, without launching it; the modules are taken by a pool of threads,
-so the subprocesses of several kernels run at once. The kernels land in Triton's own
-caches under the keys the real launches compute (the buffers are real tensors of the
-right dtypes, 16-byte aligned as the graph's buffers are), so the first call finds them.
+generated, each kernel module's `launch` is run with every CallSite (and DirectLauncher)
+replaced by a stand-in that asks Triton to compile (`JITFunction.warmup`) and load the
+kernel that site would launch, without launching it; the modules are taken by a pool of
+threads, so the subprocesses of several kernels run at once. The kernels land in
+Triton's own caches under the keys the real launches compute (the buffers are real
+tensors of the right dtypes, 16-byte aligned as the graph's buffers are; the symbols
+have the call's values), so the first launches find them.
 
-In a warm compile (kernels read from strata's cache, binaries from Triton's) the same
-path loads the binaries, as fast as one by one in a fresh process (resnet18: 2.0–2.2 s
-either way) and faster in one that compiles several models. Kernels of static sizes are compiled when the graph is built; kernels of symbolic sizes
+Kernels of static sizes are compiled when the graph is built; kernels of symbolic sizes
 (whose tile the sizes choose) at the start of the graph's first call, for that call's
-sizes, before its first launch. Anything that fails here is left to the first launch, which
-compiles as before and raises what it raises. STRATA_PRECOMPILE_THREADS sets the pool
-size (0: compile at first launch, as before).
+sizes. In a warm compile (kernels read from strata's cache, binaries from Triton's) the
+same path loads the binaries: as fast as one by one in a fresh process (resnet18: 2.0–
+2.2 s either way); in the suite's warm-compile process, one by one was slower in the
+one run that tried it (docs/performance.md). Anything that fails here
+is left to the first launch, which compiles as before and raises what it raises.
+STRATA_PRECOMPILE_THREADS sets the pool size (0: compile at first launch, as before).
 """
 
 from __future__ import annotations
