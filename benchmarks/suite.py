@@ -151,7 +151,8 @@ def model_markdown(cells: list[Cell], device: str) -> str:
         "result, with caches empty at the start of the run (a kernel an earlier model compiled may already be cached). "
         "Warm compile: the same first call in a second process that finds this run's caches (strata's target: at most "
         "1 s); Dynamo alone: that process's first call of the model through Dynamo with the `eager` backend (the "
-        "captured graph runs as it is, nothing compiled), the part of a warm compile every backend pays. Peak memory: torch.cuda.max_memory_allocated over one call, weights and inputs included.",
+        "captured graph runs as it is, nothing compiled), the part of a warm compile every backend pays. Peak "
+        "memory: torch.cuda.max_memory_allocated over one call, weights and inputs included.",
         "",
     ]
     notes = []

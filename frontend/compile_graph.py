@@ -147,22 +147,24 @@ def kernel_compiler(
     # compiled once per graph: a 12-layer model compiles and loads a layer's kernels once.
     same_code: dict[str, tuple[str, Any]] = {}
     # A graph read from a cache has one kernel.func per distinct kernel, launched many
-    # times (graph_cache.merge_identical_kernels): each is printed once, not per launch.
-    texts: dict[kd.FuncOp, str] = {}  # by identity (xDSL ops hash so)
+    # times (graph_cache.merge_identical_kernels): each is printed and logged once.
+    by_func: dict[kd.FuncOp, Any] = {}  # by identity (xDSL ops hash so)
 
     def compile_kernel(func: kd.FuncOp):
+        compiled = by_func.get(func)
+        if compiled is not None:
+            return compiled
         name = func.sym_name.data
-        text = texts.get(func)
-        if text is None:
-            text = texts[func] = str(func).replace(f"@{name} ", "@_ ", 1)
+        text = str(func).replace(f"@{name} ", "@_ ", 1)
         if text in same_code:
             first, compiled = same_code[text]
             codegen_log.info("%s: the same code as %s", name, first)
             if name in kernels:
                 kernels[name].codegen, kernels[name].compile_s, kernels[name].cache = codegen, 0.0, f"same code as {first}"
-            return compiled
-        compiled = compile_new(func)
-        same_code[text] = (name, compiled)
+        else:
+            compiled = compile_new(func)
+            same_code[text] = (name, compiled)
+        by_func[func] = compiled
         return compiled
 
     def compile_new(func: kd.FuncOp):
