@@ -23,6 +23,7 @@ from strata.codegen.errors import CodegenError
 from strata.codegen.llvm_kernel import Target, build_module, entry_point
 from strata.codegen.llvm_pool import adapt
 from strata.dialects.kernel import FuncOp
+from strata.dialects.kernel_text import Kernel, as_func
 
 _ENTRY_POINT = ctypes.CFUNCTYPE(None, ctypes.c_void_p, ctypes.c_void_p)
 
@@ -33,14 +34,14 @@ class CompiledKernel:
     Call it with the func's buffers as CPU tensors (inputs, then the preallocated
     outputs; element 0 of each at `data_ptr()`) and the values of its shape symbols."""
 
-    def __init__(self, func: FuncOp, source: str | None, code: llvm_jit.JitCode, target: Target | None = None):
+    def __init__(self, func: Kernel, source: str | None, code: llvm_jit.JitCode, target: Target | None = None):
         self.name = func.sym_name.data
         self._func = func
         self._target = target
         self._source = source
         self._code = code  # owns the machine code that _entry points into
         self._entry = _ENTRY_POINT(code.address(entry_point(func)))
-        self._num_buffers = len(func.block.args)
+        self._num_buffers = func.num_buffers
         self._buffer_array = ctypes.c_void_p * self._num_buffers
         self._symbol_array = ctypes.c_int64 * len(func.symbol_names)
 
@@ -60,7 +61,7 @@ class CompiledKernel:
     def source(self) -> str:
         """The LLVM IR (generated again on demand when the code came from the cache)."""
         if self._source is None:
-            self._source = llvm_source(self._func, self._target)
+            self._source = llvm_source(as_func(self._func), self._target)
         return self._source
 
     def __repr__(self) -> str:
@@ -104,8 +105,9 @@ def optimized_ir(func: FuncOp) -> str:
     return str(llvm_jit.optimize(llvm_source(func)))
 
 
-def compile_kernel(func: FuncOp, target: Target | None = None) -> CompiledKernel:
-    """Compiles `func` for the host CPU; CodegenError names an op it cannot compile.
+def compile_kernel(func: Kernel, target: Target | None = None) -> CompiledKernel:
+    """Compiles `func` (a kernel.func, or its KernelText: parsed only on a cache miss)
+    for the host CPU; CodegenError names an op it cannot compile.
     A kernel compiled before (same kernel.func, target and generator) is read from the
     disk cache without generating its LLVM IR (codegen/llvm_jit.py). `target` narrows
     what the host offers (tests run the generic vector code that way)."""
@@ -117,7 +119,7 @@ def compile_kernel(func: FuncOp, target: Target | None = None) -> CompiledKernel
     code = llvm_jit.cached_object_code(known) if known else None
     if code is not None:
         return CompiledKernel(func, None, llvm_jit.JitCode(code), target)
-    source = llvm_source(func, target)
+    source = llvm_source(as_func(func), target)
     compiled = CompiledKernel(func, source, llvm_jit.JitCode(llvm_jit.object_code(source)), target)
     llvm_jit.write_front(front, llvm_jit.ir_key(source))
     return compiled

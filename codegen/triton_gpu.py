@@ -37,7 +37,7 @@ from strata.codegen.triton_autotune import Autotuner
 from strata.codegen.triton_launch import direct_launchers
 from strata.codegen.triton_loop_order import contiguous_last
 from strata.codegen.triton_source import FEATURES, KernelSource, kernel_name
-from strata.dialects.kernel import FuncOp
+from strata.dialects.kernel_text import Kernel, as_func
 from strata.runtime import cache
 
 CACHE_KIND = "triton"
@@ -74,24 +74,26 @@ class CompiledKernel:
         return f"<CompiledKernel {self.name} (triton)>"
 
 
-def compile_kernel(func: FuncOp, device: str = "cuda", max_autotune: bool = False, **_: object) -> CompiledKernel:
-    """Triton code for `func`, for tensors on `device` ("cuda", or "cpu" for Triton's
-    interpreter); raises CodegenError naming an op it cannot lower. `max_autotune`:
+def compile_kernel(func: Kernel, device: str = "cuda", max_autotune: bool = False, **_: object) -> CompiledKernel:
+    """Triton code for `func` (a kernel.func, or its KernelText: parsed only on a cache
+    miss), for tensors on `device` ("cuda", or "cpu" for Triton's interpreter); raises CodegenError naming an op it cannot lower. `max_autotune`:
     the tile is chosen by timing candidates on the first call with each size
     (triton_autotune); otherwise by triton_tiles' heuristic. Other keyword arguments
     (options of other back ends) are ignored."""
     device = _device_kind(device)
-    func = contiguous_last(func)
+    # Keyed on func as given: its loop order is chosen only on a miss (on a warm
+    # compile, contiguous_last's index algebra was a fifth of the kernels' load time).
     key = cache.cache_key(str(func), CACHE_KIND, device, GENERATOR, "tune" if max_autotune else "", str(sorted(FEATURES.items())))
     path = cache.path_of(CACHE_KIND, key, ".py")
     module = _load_cached(path, key, device)
     if module is None:
+        func = contiguous_last(as_func(func))
         source = KernelSource(func, device, tune=max_autotune).module()
         path = cache.write(CACHE_KIND, key, ".py", source.encode())
         module = _load(path, key, device)
     launch = module.launch
     if max_autotune:
-        launch = Autotuner(kernel_name(func), key, module, bool(func.reduction_dims), device)
+        launch = Autotuner(kernel_name(func), key, module, bool(as_func(func).reduction_dims), device)
     return CompiledKernel(kernel_name(func), path.read_text(), launch, device == "cpu", module)
 
 

@@ -257,6 +257,11 @@ class FuncOp(IRDLOperation):
         return [s.data for s in self.sources.data]
 
     @property
+    def num_buffers(self) -> int:
+        """Inputs and outputs: what a launch passes."""
+        return len(self.block.args)
+
+    @property
     def inputs(self) -> list[SSAValue]:
         return list(self.block.args[: self.num_inputs.value.data])
 

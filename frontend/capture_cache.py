@@ -43,7 +43,8 @@ log = logging.getLogger("strata.cache")
 class Capture:
     """What the forward compile of a cacheable graph recorded (set by compile_graph)."""
 
-    module_text: str | None = None
+    program: str | None = None  # the lowered module's program and kernels (dialects/kernel_text.py)
+    kernels: list = field(default_factory=list)
     declines: list = field(default_factory=list)
     cacheable: bool = True
     why_not: str = ""
@@ -172,19 +173,20 @@ def check_wrapper(gm: torch.fx.GraphModule, example_inputs: Sequence[Any], captu
         return capture.refuse("a tensor subclass input")
 
 
-def read(capture_key: str) -> tuple[str, list] | None:
+def read(capture_key: str) -> tuple[str, list, list] | None:
+    """(program text, KernelTexts, declines) stored under the key, or None."""
     from strata.runtime.graph_cache import read_program
 
     return read_program(KIND, capture_key)
 
 
 def write(capture_key: str, capture: Capture) -> None:
-    if not capture.cacheable or capture.module_text is None:
+    if not capture.cacheable or capture.program is None:
         log.info("capture not cached: %s", capture.why_not or "no forward graph was compiled")
         return
     from strata.runtime.graph_cache import write_program
 
-    write_program(KIND, capture_key, capture.module_text, capture.declines)
+    write_program(KIND, capture_key, capture.program, capture.kernels, capture.declines)
 
 
 def as_dynamo_callable(boxed: Callable[[list], list]) -> Callable:

@@ -28,6 +28,7 @@ from xdsl.dialects.builtin import ModuleOp
 
 from strata.dialects import aten
 from strata.dialects import kernel as kd
+from strata.dialects import kernel_text
 from strata.dialects.context import strata_context
 from strata.frontend import capture_cache, logs
 from strata.frontend import report as reports
@@ -127,14 +128,14 @@ def _graph_bytes(module: ModuleOp, report: reports.GraphReport) -> reports.Bytes
 
 def kernel_compiler(
     codegen: str, device: torch.device, trace: Trace, report: reports.GraphReport | None = None, max_autotune: bool = False
-) -> Callable[[kd.FuncOp], Any]:
+) -> Callable[[kernel_text.Kernel], Any]:
     """compile_kernel for the chosen back end, falling back to the kernel interpreter."""
     from strata.codegen.errors import CodegenError
 
     if codegen == "triton":
         from strata.codegen.triton_gpu import compile_kernel as triton_compile
 
-        def generate(func: kd.FuncOp):
+        def generate(func: kernel_text.KernelText):
             return triton_compile(func, device=device.type, max_autotune=max_autotune)
 
         suffix = ".py"
@@ -148,14 +149,16 @@ def kernel_compiler(
     same_code: dict[str, tuple[str, Any]] = {}
     # A graph read from a cache has one kernel.func per distinct kernel, launched many
     # times (graph_cache.merge_identical_kernels): each is printed and logged once.
-    by_func: dict[kd.FuncOp, Any] = {}  # by identity (xDSL ops hash so)
+    by_func: dict[kernel_text.Kernel, Any] = {}  # by identity (xDSL ops and KernelTexts hash so)
 
-    def compile_kernel(func: kd.FuncOp):
-        compiled = by_func.get(func)
+    def compile_kernel(kernel: kernel_text.Kernel):
+        compiled = by_func.get(kernel)
         if compiled is not None:
             return compiled
-        name = func.sym_name.data
-        text = str(func).replace(f"@{name} ", "@_ ", 1)
+        # A kernel.func is printed once, here; its generator keys its cache on that text.
+        func = kernel_text.KernelText.of(kernel) if isinstance(kernel, kd.FuncOp) else kernel
+        name = func.name
+        text = func.text.replace(f"@{name} ", "@_ ", 1)
         if text in same_code:
             first, compiled = same_code[text]
             codegen_log.info("%s: the same code as %s", name, first)
@@ -164,11 +167,11 @@ def kernel_compiler(
         else:
             compiled = compile_new(func)
             same_code[text] = (name, compiled)
-        by_func[func] = compiled
+        by_func[kernel] = compiled
         return compiled
 
-    def compile_new(func: kd.FuncOp):
-        name = func.sym_name.data
+    def compile_new(func: kernel_text.KernelText):
+        name = func.name
         entry = kernels.get(name)
         writes = cache.writes
         start = time.perf_counter()
@@ -184,9 +187,10 @@ def kernel_compiler(
                 entry.codegen, entry.interpreted = codegen, str(e)
             from strata.runtime.kernel_interpreter import run_kernel  # xDSL's interpreters: slow to import
 
-            return lambda buffers, symbols: run_kernel(func, buffers, symbols)
+            parsed = kernel_text.as_func(func)
+            return lambda buffers, symbols: run_kernel(parsed, buffers, symbols)
         except Exception as e:
-            raise describe_kernel_failure(codegen, func, e) from e
+            raise describe_kernel_failure(codegen, kernel_text.as_func(func), e) from e
         seconds = time.perf_counter() - start
         hit = cache.writes == writes
         # A kernel read from the cache has no source until asked for (LLVM: generating
@@ -289,19 +293,22 @@ def _in_cuda_graph(call: Callable[[list], list], module: ModuleOp, device: torch
     return call
 
 
-def compile_captured(text: str, declines: list, example_inputs: Sequence[Any], options: dict[str, Any]) -> Callable:
+def compile_captured(program: str, kernels: list[kernel_text.KernelText], declines: list, example_inputs: Sequence[Any],
+                     options: dict[str, Any]) -> Callable:
     """The compiled callable (boxed) for a program the capture cache stored
-    (frontend/capture_cache.py): no import, no pipeline, only kernels to load."""
+    (frontend/capture_cache.py): no import, no pipeline, only kernels to load, each by
+    its text (a kernel.func is parsed only where its code generator's cache misses)."""
     from strata.dialects.context import parse_module
 
     number = next(_graph_numbers)
     with logs.graph_context(f"graph {number}"):
-        module = parse_module(text)  # verified when it was written, unchanged since (its digest)
+        module = parse_module(program)  # verified when it was written, unchanged since (its digest)
         device = device_of(example_inputs)
         codegen = options["codegen"] or ("triton" if device.type == "cuda" else "llvm")
         _warn_fallbacks(module, declines)
         trace = Trace(options, number)
-        compiled = CompiledGraph(module, kernel_compiler(codegen, device, trace, None, options["max_autotune"]), device)
+        compile_kernel = kernel_compiler(codegen, device, trace, None, options["max_autotune"])
+        compiled = CompiledGraph(module, compile_kernel, device, funcs={k.name: k for k in kernels})
         call = _on_device(lambda args: compiled(list(args)), example_inputs, device)
         cache_log.info("graph: hit (the whole compile read from the capture cache)")
         return _boxed(_in_cuda_graph(call, module, device, "forward", options))
@@ -348,15 +355,16 @@ def _lowered(module: ModuleOp, names: list[str], options, codegen: str, device: 
     hit = graph_cache.read(key)
     if hit is not None:
         cache_log.info("graph: hit (the pipeline's result read from the graph cache)")
+        program, kernels, declines = hit
         if capture is not None:
-            capture.module_text = str(hit[0])
-        return hit
+            capture.program, capture.kernels = program, kernels
+        return kernel_text.join(program, kernels), declines
     with recording_declines() as declines:
         run_pipeline(module, names, options["verify"], trace, report, pass_options)
     graph_cache.merge_identical_kernels(module)  # unobserved: no report names each kernel
-    text = graph_cache.write(key, module, declines)
+    program, kernels = graph_cache.write(key, module, declines)
     if capture is not None:
-        capture.module_text = text
+        capture.program, capture.kernels = program, kernels
     cache_log.info("graph: miss: lowered and stored")
     return module, declines
 

@@ -31,6 +31,7 @@ from xdsl.ir import SSAValue
 
 from strata.dialects import aten
 from strata.dialects import kernel as kd
+from strata.dialects.kernel_text import Kernel
 from strata.dialects import prim
 from strata.dialects.prim import PrimOp
 from strata.dialects.prim_attention import ScaledDotProductAttentionOp
@@ -74,13 +75,18 @@ class CompiledGraph:
     """The callable for one kernel.program; `kernels` maps kernel names to compiled code."""
 
     module: ModuleOp
-    compile_kernel: Callable[[kd.FuncOp], Callable[[list, list], None]]
+    compile_kernel: Callable[[Kernel], Callable[[list, list], None]]
     device: torch.device
     kernels: dict[str, Any] = field(default_factory=dict)
+    # The kernels by name, where they are not kernel.funcs of `module` (a warm compile's
+    # KernelTexts, dialects/kernel_text.py).
+    funcs: dict[str, Kernel] | None = None
 
     def __post_init__(self) -> None:
         self.program = next(op for op in self.module.ops if isinstance(op, kd.ProgramOp))
-        funcs = {op.sym_name.data: op for op in self.module.ops if isinstance(op, kd.FuncOp)}
+        funcs = self.funcs if self.funcs is not None else {
+            op.sym_name.data: op for op in self.module.ops if isinstance(op, kd.FuncOp)
+        }
         self.arg_types = [a.type for a in self.program.block.args]
         self.arg_symbols = self.program.symbol_names
         self._slots: dict[SSAValue, int] = {}
@@ -241,7 +247,7 @@ class CompiledGraph:
                 ready.setdefault((id(module), tuple(env[n] for n in names)), (module, dtypes, [env[n] for n in names]))
         precompile(list(ready.values()), self.device)
 
-    def _launch_step(self, op: kd.LaunchOp, func: kd.FuncOp) -> Step:
+    def _launch_step(self, op: kd.LaunchOp, func: Kernel) -> Step:
         self.kernels[func.sym_name.data] = compiled = self.compile_kernel(func)
         kernel = getattr(compiled, "run", compiled)  # the launch itself, one call fewer
         ins = [self._slot(v) for v in op.args]
@@ -444,7 +450,7 @@ class CompiledGraph:
             free.append(workspace)
 
 
-def _inline_launch(func: kd.FuncOp, call: str, ins: list[int], planned: list, names: Sequence[str],
+def _inline_launch(func: Kernel, call: str, ins: list[int], planned: list, names: Sequence[str],
                    objects: dict[str, Any], step: Step, pointers: bool = False) -> InlineStep:
     """A static launch as statements: each output's buffer (its place in the workspace,
     or a new tensor), then the kernel on the buffers (raw pointers for compiled CPU

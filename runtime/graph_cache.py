@@ -5,8 +5,10 @@ pass pipeline again only to find every kernel in the kernel cache: for a small g
 the passes are most of strata's compile time. The pipeline is a pure function of the
 aten module's text (types, strides, symbols and source locations included) and the
 pass list, so that text, the pass list, the back end and a digest of strata's own
-source are the key, and the kernel-level module's text is the value, with the reasons
-the decompositions gave for the ops they left to eager (their warnings name them).
+source are the key, and the kernel-level module is the value, as the text of its program
+and of each kernel.func printed on its own (dialects/kernel_text.py: a warm compile
+parses only the program), with the reasons the decompositions gave for the ops they
+left to eager (their warnings name them).
 
 An entry is written to a temporary name and renamed into place (runtime/cache.py); one
 that does not parse, or whose text does not match its digest, is a miss, and the graph is compiled afresh.
@@ -22,6 +24,7 @@ import pathlib
 
 from xdsl.dialects.builtin import ModuleOp
 
+from strata.dialects.kernel_text import KernelText, split
 from strata.runtime import cache
 
 KIND = "graphs"
@@ -52,44 +55,44 @@ def key(aten_text: str, pipeline: list[str], codegen: str, device: str, options:
     return cache.cache_key(KIND, aten_text, ",".join(pipeline), codegen, device, settings, source_digest())
 
 
-def read_program(kind: str, key: str) -> tuple[str, list[tuple[str, str | None, str]]] | None:
-    """The program text and declines stored under `key` in the cache folder `kind`, or
-    None: a missing entry, or one that does not decode or whose text does not match its
-    digest (a corrupt or foreign entry: the caller compiles afresh)."""
+def read_program(kind: str, key: str) -> tuple[str, list[KernelText], list[tuple[str, str | None, str]]] | None:
+    """The program text, kernels and declines stored under `key` in the cache folder
+    `kind`, or None: a missing entry, or one that does not decode or whose text does not
+    match its digest (a corrupt or foreign entry: the caller compiles afresh)."""
     data = cache.read(kind, key, SUFFIX)
     if data is None:
         return None
     try:
         entry = json.loads(data)
-        text = entry["module"]
-        if hashlib.sha256(text.encode()).hexdigest() != entry["digest"]:
-            raise ValueError("the module's digest does not match its text")
+        program, kernels = entry["program"], entry["kernels"]
+        if _digest(program, kernels) != entry["digest"]:
+            raise ValueError("the entry's digest does not match its text")
         declines = [(str(a), None if b is None else str(b), str(c)) for a, b, c in entry["declines"]]
+        return str(program), [KernelText.from_json(k) for k in kernels], declines
     except Exception as e:  # noqa: BLE001
         log.info("%s cache entry %s is unreadable (%s: %s); compiling afresh", kind, key, type(e).__name__, e)
         return None
-    return text, declines
 
 
-def write_program(kind: str, key: str, text: str, declines: list) -> None:
-    entry = {"module": text, "digest": hashlib.sha256(text.encode()).hexdigest(), "declines": [list(d) for d in declines]}
+def write_program(kind: str, key: str, program: str, kernels: list[KernelText], declines: list) -> None:
+    stored = [k.to_json() for k in kernels]
+    entry = {"program": program, "kernels": stored, "digest": _digest(program, stored),
+             "declines": [list(d) for d in declines]}
     try:
         cache.write(kind, key, SUFFIX, json.dumps(entry).encode())
     except OSError:
         pass  # the cache is an optimization: an unwritable cache directory costs time only
 
 
-def read(graph_key: str) -> tuple[ModuleOp, list[tuple[str, str | None, str]]] | None:
-    """The kernel-level module and the declines stored under `graph_key`, or None."""
-    stored = read_program(KIND, graph_key)
-    if stored is None:
-        return None
-    from strata.dialects.context import parse_module
+def _digest(program: str, kernels: list[dict]) -> str:
+    return hashlib.sha256(json.dumps([program, kernels], sort_keys=True).encode()).hexdigest()
 
-    text, declines = stored
-    # Verified when it was written, and unchanged since (the digest): the verifiers
-    # would cost a third of a warm compile.
-    return parse_module(text), declines
+
+def read(graph_key: str) -> tuple[str, list[KernelText], list[tuple[str, str | None, str]]] | None:
+    """The program text, kernels and declines stored under `graph_key`, or None; the
+    module is `kernel_text.join(program, kernels)`. Verified when it was written, and
+    unchanged since (the digest): the verifiers would cost a third of a warm compile."""
+    return read_program(KIND, graph_key)
 
 
 def merge_identical_kernels(module: ModuleOp) -> int:
@@ -118,8 +121,9 @@ def merge_identical_kernels(module: ModuleOp) -> int:
     return len(renamed)
 
 
-def write(graph_key: str, module: ModuleOp, declines: list[tuple[str, str | None, str]]) -> str:
-    """Stores the module; returns its text."""
-    text = str(module)
-    write_program(KIND, graph_key, text, declines)
-    return text
+def write(graph_key: str, module: ModuleOp, declines: list[tuple[str, str | None, str]]) -> tuple[str, list[KernelText]]:
+    """Stores the module as its program's text and its kernels' (kernel_text.split);
+    returns them."""
+    program, kernels = split(module)
+    write_program(KIND, graph_key, program, kernels, declines)
+    return program, kernels

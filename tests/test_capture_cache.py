@@ -141,3 +141,40 @@ def test_the_options_turn_it_off(monkeypatch, tmp_path):
         for options in ({"capture_cache": False}, {"graph_cache": False}, traced):
             _compile(_block, args, monkeypatch, options=options)
     assert _entries() == []
+
+
+def test_a_warm_compile_parses_the_program_and_no_kernel(monkeypatch):
+    """Kernels reach the code generator as text (dialects/kernel_text.py): a warm
+    compile whose kernels are all in the kernel cache parses only the program."""
+    from strata.dialects import context
+
+    args = _inputs()
+    with torch.no_grad():
+        first, _ = _compile(_block, args, monkeypatch)
+        parsed = []
+        real = context.parse_module
+
+        def recording(text):
+            parsed.append(text)
+            return real(text)
+
+        monkeypatch.setattr(context, "parse_module", recording)
+        again, imported = _compile(_block, args, monkeypatch)
+    assert imported == 0 and len(parsed) == 1
+    assert "kernel.program" in parsed[0] and "kernel.func" not in parsed[0]
+    torch.testing.assert_close(again, first)
+
+
+def test_a_kernel_missing_from_the_kernel_cache_is_parsed_and_compiled(monkeypatch):
+    import shutil
+
+    args = _inputs()
+    with torch.no_grad():
+        first, _ = _compile(_block, args, monkeypatch)
+        for folder in capture_cache.cache.cache_dir().iterdir():
+            if folder.name.startswith("llvm"):  # the CPU kernels' caches, not the capture
+                shutil.rmtree(folder)
+        writes = capture_cache.cache.writes
+        again, imported = _compile(_block, args, monkeypatch)
+    assert imported == 0 and capture_cache.cache.writes > writes  # kernels generated again
+    torch.testing.assert_close(again, first)
