@@ -21,8 +21,12 @@ from strata.codegen.triton_tiles import Tile, next_power_of_2
 if TYPE_CHECKING:
     from strata.codegen.triton_source import KernelSource
 
-# Launch options: no FMA contraction, since eager PyTorch rounds after every op.
-OPTIONS = "enable_fp_fusion=False"
+# Launch options: no FMA contraction, since eager PyTorch rounds after every op; but
+# where every f32 value of the kernel ends in a rounding to f16/bf16
+# (KernelSource.fp_fusion), a fused multiply-add's rounding difference is hidden as the
+# approximate functions' are (triton_source.bound_for_16_bits).
+EXACT_OPTIONS = "enable_fp_fusion=False"
+FUSED_OPTIONS = "enable_fp_fusion=True"
 
 
 class LauncherSource:
@@ -31,6 +35,7 @@ class LauncherSource:
     def __init__(self, src: KernelSource):
         self.src = src
         self.sites: list[str] = []
+        self.options = FUSED_OPTIONS if src.fp_fusion else EXACT_OPTIONS
 
     def functions(self) -> list[str]:
         """numels, launch_tile, the CallSites, launch: each a block of source."""
@@ -115,8 +120,8 @@ class LauncherSource:
         if variant != "split":
             args = ", ".join([*base, *base_numels])
             if static:
-                return [f"{self._site(names[variant], f'{blocks}, {OPTIONS}, {warps}')}(({grid},), {args})"]
-            return [f"{names[variant]}[({grid},)]({args}, {blocks}, {OPTIONS}, {warps})"]
+                return [f"{self._site(names[variant], f'{blocks}, {self.options}, {warps}')}(({grid},), {args})"]
+            return [f"{names[variant]}[({grid},)]({args}, {blocks}, {self.options}, {warps})"]
         # split: partial reductions into workspaces, then the combining kernel
         rnumel = str(int(self.src.rnumel)) if static else "rnumel"
         if static:
@@ -136,14 +141,14 @@ class LauncherSource:
             lines.append(f"{ws} = _empty_strided(({xnumel} * split,), (1,), torch.{_TORCH[acc_t]})")
         args = ", ".join([*self.src.buffers.values(), *self.src.workspaces(), *self.src.used_symbols, *base_numels])
         if static:
-            partials = self._site(names["split"], f"{blocks}, {OPTIONS}, {warps}")
-            combine = self._site(names["combine"], f"XBLOCK={cx}, RBLOCK={cblock}, {OPTIONS}, num_warps={max(1, min(8, cx * cblock // 256))}")
+            partials = self._site(names["split"], f"{blocks}, {self.options}, {warps}")
+            combine = self._site(names["combine"], f"XBLOCK={cx}, RBLOCK={cblock}, {self.options}, num_warps={max(1, min(8, cx * cblock // 256))}")
             lines.append(f"{partials}(({grid}, split), {args}, rchunk)")
             lines.append(f"{combine}(({-(-int(self.src.xnumel) // cx)},), {args}, split)")
             return lines
-        lines.append(f"{names['split']}[({grid}, split)]({args}, rchunk, {blocks}, {OPTIONS}, {warps})")
+        lines.append(f"{names['split']}[({grid}, split)]({args}, rchunk, {blocks}, {self.options}, {warps})")
         lines.append(
-            f"{names['combine']}[(triton.cdiv({xnumel}, cx),)]({args}, split, XBLOCK=cx, RBLOCK=cblock, {OPTIONS}, "
+            f"{names['combine']}[(triton.cdiv({xnumel}, cx),)]({args}, split, XBLOCK=cx, RBLOCK=cblock, {self.options}, "
             f"num_warps=max(1, min(8, cx * cblock // 256)))"
         )
         return lines

@@ -83,13 +83,33 @@ class Value:
     level: int  # number of reductions it waits for
 
 
-def _rounded_to_16_bits(op: Operation) -> bool:
-    """Whether every use of op's result converts it to f16 or bf16."""
-    uses = list(op.results[0].uses)
-    return bool(uses) and all(
-        isinstance(u.operation, ConvertElementTypeOp) and scalar_dtype(u.operation.results[0].type) in LOW_PRECISION
-        for u in uses
-    )
+def bound_for_16_bits(func: kernel.FuncOp) -> set[Operation]:
+    """The ops whose f32 result reaches nothing but roundings to f16/bf16: each use
+    converts it to f16 or bf16, or is a float op (elementwise or where) of f32 result
+    that is itself such an op. Their exp, log and division may take the approximate
+    forms (triton_scalar_ops.RELAXED_NATIVE): about 2 ulp of f32, carried through f32
+    arithmetic to a rounding 2^16 times coarser. A chain computed in f32 between a
+    bf16 load and a bf16 store (what fusion makes of eager's bf16 ops, each of which
+    eager rounds to bf16) is relaxed as a whole, not only its last op."""
+    bound: set[Operation] = set()
+    for op in reversed(list(func.walk())):  # each use before the op it uses
+        if len(op.results) != 1 or _dtype_of(op.results[0]) != "f32":
+            continue
+        uses = list(op.results[0].uses)
+        if uses and all(_rounds_to_16_bits(u.operation) or u.operation in bound for u in uses):
+            bound.add(op)
+    return bound
+
+
+def _rounds_to_16_bits(op: Operation) -> bool:
+    return isinstance(op, ConvertElementTypeOp) and scalar_dtype(op.results[0].type) in LOW_PRECISION
+
+
+def _dtype_of(v: SSAValue) -> str | None:
+    try:
+        return scalar_dtype(v.type)
+    except ValueError:
+        return None
 
 
 def kernel_name(func: kernel.FuncOp) -> str:
@@ -107,6 +127,11 @@ class KernelSource:
 
     def __init__(self, func: kernel.FuncOp, device: str, tune: bool = False, tiles: list[Tile] | None = None):
         self.func = func
+        self.bound_for_16_bits = bound_for_16_bits(func)
+        # FMA contraction where every f32 value ends in a rounding to 16 bits (triton_launcher)
+        self.fp_fusion = device == "cuda" and all(
+            op in self.bound_for_16_bits for op in func.walk() for r in op.results if _dtype_of(r) in ("f32", "f64")
+        )
         self.device = device
         self.tune = tune
         self.chosen = tiles
@@ -578,7 +603,7 @@ class BodyEmitter:
         if isinstance(op, PhiloxOp):
             return self.ops.helper("philox", *args, str(op.word_index))
         assert isinstance(op, ElementwiseOp)
-        return self.ops.elementwise(op.name.removeprefix("prim."), scalar_dtype(op.args[0].type), args, _rounded_to_16_bits(op))
+        return self.ops.elementwise(op.name.removeprefix("prim."), scalar_dtype(op.args[0].type), args, op in self.src.bound_for_16_bits)
 
     def _load(self, op: kernel.LoadOp, eviction: str | None) -> str:
         mask = self._mask(op)
