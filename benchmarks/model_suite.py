@@ -31,6 +31,7 @@ caches) and reports each first call's time: cell by cell while this process goes
 from __future__ import annotations
 
 import argparse
+import contextlib
 import gc
 import json
 import math
@@ -477,7 +478,7 @@ def warm_child(todo, device: str, small: bool) -> None:
             writes = cache.writes
             record = {"model": name, "dtype": dtype, "compiler": compiler}
             try:
-                with torch.no_grad():
+                with torch.no_grad(), _profiled(f"warm_{name}_{dtype}_{compiler}"):
                     _, out, seconds, _, _ = first_call(compiler, entry_point(case.module, dtype, device), inputs, device)
                 del out
                 record["seconds"] = seconds
@@ -488,6 +489,26 @@ def warm_child(todo, device: str, small: bool) -> None:
             print(json.dumps(record), flush=True)
         del case, inputs
         _release(device)
+
+
+@contextlib.contextmanager
+def _profiled(name: str):
+    """A cProfile of the block, written to $STRATA_SUITE_PROFILE_DIR/<name>.prof where
+    that is set (where a warm compile's time goes, in the suite's own process)."""
+    folder = os.environ.get("STRATA_SUITE_PROFILE_DIR")
+    if not folder:
+        yield
+        return
+    import cProfile
+
+    profile = cProfile.Profile()
+    profile.enable()
+    try:
+        yield
+    finally:
+        profile.disable()
+        os.makedirs(folder, exist_ok=True)
+        profile.dump_stats(os.path.join(folder, f"{name}.prof"))
 
 
 def main() -> None:
