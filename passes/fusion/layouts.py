@@ -118,6 +118,8 @@ def choose_layouts(
     # library's own reorder (the last convolution before a graph result stays
     # contiguous); on the CPU that reorder is a torch copy, so the kernel converts.
     readers = _kernels_reading(plan)
+    if not cpu:
+        _back_through_kernels(layouts, plan, stored, returned, readers)
     for op in convolutions:
         r = op.results[0]
         if r in returned:
@@ -127,6 +129,36 @@ def choose_layouts(
         if cpu or direct or any(any(n in layouts for n in k.nodes) for k in kernels):
             layouts[r] = channels_last_strides(r.type.dims)
     return layouts
+
+
+def _back_through_kernels(layouts: dict, plan: Plan, stored: set[SSAValue], returned: set[SSAValue], readers: dict) -> None:
+    """On a GPU, a kernel output that only kernels writing NHWC read (and no library
+    call, view or graph result) is written NHWC too, back along a chain of kernels: the
+    kernels then read and write one layout, and the convolution before them writes NHWC
+    (the conversion is left where NHWC begins, at the graph's input). Without it,
+    resnet18's max pool read its NCHW input to write NHWC, gathering across channels:
+    0.121 ms a call against 0.037 for the same pool in one layout."""
+    extern_reads = {
+        view_root(v)
+        for op in plan.schedule
+        if isinstance(op, Operation) and not isinstance(op, prim.ConvolutionOp)
+        for v in op.operands
+    }
+    changed = True
+    while changed:
+        changed = False
+        for x in plan.kernel_of:
+            if x in layouts or x in returned or x not in stored or x in extern_reads or _rank(x) != 4:
+                continue
+            kernels = readers.get(x)
+            if kernels and all(_writes_nhwc(k, layouts, stored) for k in kernels):
+                layouts[x] = channels_last_strides(x.type.dims)
+                changed = True
+
+
+def _writes_nhwc(kernel, layouts: dict, stored: set[SSAValue]) -> bool:
+    outs = [n for n in kernel.nodes if n in stored and _rank(n) == 4]
+    return bool(outs) and all(n in layouts for n in outs)
 
 
 def _given_strides(fn: func.FuncOp) -> dict[SSAValue, tuple[Dim, ...]]:
