@@ -18,16 +18,23 @@ def _own_cache(tmp_path, monkeypatch):
     monkeypatch.setenv("STRATA_CACHE_DIR", str(tmp_path))
 
 
+def _recording(monkeypatch, module, name: str) -> list:
+    """Replaces module.name, a function of one argument, by one that also appends
+    that argument to the list returned."""
+    seen = []
+    real = getattr(module, name)
+
+    def recording(arg):
+        seen.append(arg)
+        return real(arg)
+
+    monkeypatch.setattr(module, name, recording)
+    return seen
+
+
 def _compile(fn, args, monkeypatch, **kwargs):
     """fn compiled afresh (Dynamo reset) and called; returns (result, graphs imported)."""
-    imports = []
-    real = cg.import_graph
-
-    def counting(gm):
-        imports.append(gm)
-        return real(gm)
-
-    monkeypatch.setattr(cg, "import_graph", counting)
+    imports = _recording(monkeypatch, cg, "import_graph")
     torch._dynamo.reset()
     out = strata.compile(fn, **kwargs)(*args)
     return out, len(imports)
@@ -151,14 +158,7 @@ def test_a_warm_compile_parses_the_program_and_no_kernel(monkeypatch):
     args = _inputs()
     with torch.no_grad():
         first, _ = _compile(_block, args, monkeypatch)
-        parsed = []
-        real = context.parse_module
-
-        def recording(text):
-            parsed.append(text)
-            return real(text)
-
-        monkeypatch.setattr(context, "parse_module", recording)
+        parsed = _recording(monkeypatch, context, "parse_module")
         again, imported = _compile(_block, args, monkeypatch)
     assert imported == 0 and len(parsed) == 1
     assert "kernel.program" in parsed[0] and "kernel.func" not in parsed[0]
