@@ -103,7 +103,18 @@ def scalar_of(attr: Attribute) -> float | int | bool:
 
 
 def same_dims(a: Sequence[Dim], b: Sequence[Dim]) -> bool:
-    return len(a) == len(b) and all(sympy.simplify(sym(x) - sym(y)) == 0 for x, y in zip(a, b))
+    return len(a) == len(b) and all(_same_dim(x, y) for x, y in zip(a, b))
+
+
+def _same_dim(x: Dim, y: Dim) -> bool:
+    # Equal as written (nearly every dim a verifier compares), two different integers,
+    # or equal as expressions; sympy.simplify only where expand cannot tell.
+    if x == y:
+        return True
+    if isinstance(x, int) and isinstance(y, int):
+        return False
+    ex, ey = sym(x), sym(y)
+    return ex == ey or sympy.expand(ex - ey) == 0 or sympy.simplify(ex - ey) == 0
 
 
 def element_dtype(t: Attribute) -> str:

@@ -5,7 +5,10 @@ prim ops' own rules; a wrong declared type is an error naming op, pass and shape
 from __future__ import annotations
 
 import pytest
+import sympy
 import torch
+from hypothesis import given, settings
+from hypothesis import strategies as st
 from xdsl.utils.exceptions import PassFailedException
 
 from strata.dialects.context import parse_module, strata_context
@@ -152,3 +155,21 @@ def test_floor_division_sizes_map_back_to_sympy(declared, right):
     else:
         with pytest.raises(PassFailedException, match=r"aten.cat.default .* give .*2\*floor\(s0/2 \+ 1/2\)"):
             _infer(module)
+
+
+_DIM_POOL = [3, 4, sympy.Integer(4), "s0", "s0 + 1", "1 + s0", "2*s0", "s0*(s1 + 1)", "s0*s1 + s0", "s0**2 - 1",
+             "(s0 - 1)*(s0 + 1)", "floor(s0/2)*2", "s0 - Mod(s0, 2)"]
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.lists(st.tuples(st.sampled_from(_DIM_POOL), st.sampled_from(_DIM_POOL)), min_size=1, max_size=4))
+def test_same_dims_agrees_with_simplify(pairs):
+    """The verifiers' dim comparison (fast paths before sympy.simplify) answers as
+    simplify does on every pair."""
+    from strata.dialects.prim import same_dims
+    from strata.dialects.types import sym
+
+    a = [x if isinstance(x, int | sympy.Expr) else sympy.sympify(x) for x, _ in pairs]
+    b = [y if isinstance(y, int | sympy.Expr) else sympy.sympify(y) for _, y in pairs]
+    want = all(sympy.simplify(sym(x) - sym(y)) == 0 for x, y in zip(a, b))
+    assert same_dims(a, b) == want
