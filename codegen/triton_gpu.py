@@ -76,7 +76,8 @@ class CompiledKernel:
 
 def compile_kernel(func: Kernel, device: str = "cuda", max_autotune: bool = False, **_: object) -> CompiledKernel:
     """Triton code for `func` (a kernel.func, or its KernelText: parsed only on a cache
-    miss), for tensors on `device` ("cuda", or "cpu" for Triton's interpreter); raises CodegenError naming an op it cannot lower. `max_autotune`:
+    miss), for tensors on `device` ("cuda", or "cpu" for Triton's interpreter); raises
+    CodegenError naming an op it cannot lower. `max_autotune`:
     the tile is chosen by timing candidates on the first call with each size
     (triton_autotune); otherwise by triton_tiles' heuristic. Other keyword arguments
     (options of other back ends) are ignored."""

@@ -23,6 +23,8 @@ from strata.dialects import kernel as kd
 
 
 class KernelText:
+    """A kernel.func's text with what a graph asks of it; the op on demand (`func`)."""
+
     def __init__(self, text: str, name: str, symbol_names: list[str], source_ops: list[str], num_buffers: int,
                  func: kd.FuncOp | None = None):
         self.text = text
@@ -33,10 +35,9 @@ class KernelText:
         self._func = func
 
     @classmethod
-    def of(cls, func: kd.FuncOp, text: str | None = None) -> KernelText:
-        """func's KernelText (`text`: str(func), where the caller printed it already)."""
-        return cls(str(func) if text is None else text, func.sym_name.data, func.symbol_names, func.source_ops,
-                   func.num_buffers, func)
+    def of(cls, func: kd.FuncOp) -> KernelText:
+        """func's KernelText: func printed on its own, and func itself."""
+        return cls(str(func), func.sym_name.data, func.symbol_names, func.source_ops, func.num_buffers, func)
 
     @property
     def sym_name(self) -> StringAttr:

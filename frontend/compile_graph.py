@@ -246,7 +246,7 @@ def _compile(gm, example_inputs, options, number: int, compile_id: str | None, k
     device = device_of(example_inputs, gm)
     codegen = options["codegen"] or ("triton" if device.type == "cuda" else "llvm")
     names = [n.strip() for n in options["pipeline"].split(",") if n.strip()]
-    module, declines = _lowered(module, names, options, codegen, device, trace, report)
+    module, declines, kernels = _lowered(module, names, options, codegen, device, trace, report)
     trace.level("2_kernel", module)
     if report is not None:
         report.ops["kernel"] = reports.count_ops(module)
@@ -262,7 +262,9 @@ def _compile(gm, example_inputs, options, number: int, compile_id: str | None, k
 
     _warn_fallbacks(module, declines)
     codegen_start = time.perf_counter()
-    compiled = CompiledGraph(module, kernel_compiler(codegen, device, trace, report, options["max_autotune"]), device)
+    funcs = None if kernels is None else {k.name: k for k in kernels}  # printed once, for the cache
+    compiled = CompiledGraph(module, kernel_compiler(codegen, device, trace, report, options["max_autotune"]), device,
+                             funcs=funcs)
     if report is not None:
         report.codegen_s = time.perf_counter() - codegen_start
         report.total_s = time.perf_counter() - started
@@ -332,8 +334,9 @@ def _on_device(call: Callable[[list], list], example_inputs: Sequence[Any], devi
 
 
 def _lowered(module: ModuleOp, names: list[str], options, codegen: str, device: torch.device, trace: Trace, report):
-    """The kernel-level module for an aten module, and the declines the decompositions
-    gave: from the graph cache (runtime/graph_cache.py) when this graph was lowered
+    """The kernel-level module for an aten module, the declines the decompositions
+    gave, and its kernels' KernelTexts where the graph cache printed them (else None):
+    from the graph cache (runtime/graph_cache.py) when this graph was lowered
     before, else by running the pipeline. A compile that traces or explains itself
     runs the pipeline, whose every level it records."""
     # fallback_random: random ops stay aten and run as eager's kernels.
@@ -348,7 +351,7 @@ def _lowered(module: ModuleOp, names: list[str], options, codegen: str, device: 
             capture.refuse("a traced or reported compile")
         with recording_declines() as declines:
             run_pipeline(module, names, options["verify"], trace, report, pass_options)
-        return module, declines
+        return module, declines, None
     from strata.runtime import graph_cache
 
     key = graph_cache.key(str(module), names, codegen, device.type, options)
@@ -358,7 +361,7 @@ def _lowered(module: ModuleOp, names: list[str], options, codegen: str, device: 
         program, kernels, declines = hit
         if capture is not None:
             capture.program, capture.kernels = program, kernels
-        return kernel_text.join(program, kernels), declines
+        return kernel_text.join(program, kernels), declines, kernels
     with recording_declines() as declines:
         run_pipeline(module, names, options["verify"], trace, report, pass_options)
     graph_cache.merge_identical_kernels(module)  # unobserved: no report names each kernel
@@ -366,7 +369,7 @@ def _lowered(module: ModuleOp, names: list[str], options, codegen: str, device: 
     if capture is not None:
         capture.program, capture.kernels = program, kernels
     cache_log.info("graph: miss: lowered and stored")
-    return module, declines
+    return module, declines, kernels
 
 
 def graph_outputs(compiled: CompiledGraph, imported) -> Callable[[list], list]:
