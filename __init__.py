@@ -22,6 +22,10 @@ from strata.frontend.logs import set_logs
 
 _configure_logs()
 
+from strata.codegen.triton_ptxas import pin_ptxas as _pin_ptxas
+
+_pin_ptxas()
+
 
 def compile(
     model: Callable | None = None,
