@@ -21,10 +21,13 @@ from strata.codegen.triton_tiles import Tile, next_power_of_2
 if TYPE_CHECKING:
     from strata.codegen.triton_source import KernelSource
 
-# Launch options: no FMA contraction, since eager PyTorch rounds after every op; but
-# where every f32 value of the kernel ends in a rounding to f16/bf16
-# (KernelSource.fp_fusion), a fused multiply-add's rounding difference is hidden as the
-# approximate functions' are (triton_source.bound_for_16_bits).
+# Launch options. Eager PyTorch rounds after every op, so a multiply fused into the add
+# of the next op would change results: a kernel is compiled with FMA contraction only
+# where that cannot happen (KernelSource.fp_fusion): every f32 value either ends in a
+# rounding to f16/bf16, which hides the difference as it hides the approximate
+# functions' (triton_source.bound_for_16_bits), or comes from an op whose products are
+# written as PTX mul.rn and whose libdevice calls do not change with contraction
+# (triton_scalar_ops.CONTRACTION_SAFE).
 EXACT_OPTIONS = "enable_fp_fusion=False"
 FUSED_OPTIONS = "enable_fp_fusion=True"
 

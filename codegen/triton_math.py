@@ -5,7 +5,8 @@ with torch's rounding, integer powers and shifts, NaN-propagating reduction comb
 the few float functions libdevice lacks (digamma), and philox (kernel.philox).
 `INTERPRETER` helpers stand in for libdevice functions, which Triton's interpreter cannot call: they compute in f64
 from tl.* primitives (which the interpreter evaluates with numpy) and round once, so
-that CPU results match torch within its test tolerances.
+that CPU results match torch within its test tolerances. A few `CUDA` helpers are
+inline PTX, which only the GPU runs.
 
 Texts may name `{m}`, the namespace of exp/log/sin/cos: `libdevice` on CUDA (precise
 for f32 and f64), `tl` in the interpreter; and `{fmod}`, float fmod (`libdevice.fmod`
@@ -329,6 +330,24 @@ INTERPRETER.update(triton_igamma.INTERPRETER)
 # erfcx stands in for libdevice.erfcx (codegen/triton_erfcx.py)
 INTERPRETER.update(triton_erfcx.INTERPRETER)
 
+# Helpers only the CUDA generator calls (PTX the interpreter cannot run).
+CUDA: dict[str, str] = {
+    # 1/x correctly rounded, subnormal results kept, as eager's IEEE division gives
+    # them (libdevice.rcp_rn flushes those to zero); cheaper than div.rn with a
+    # numerator of 1: 80.4 -> 78.7 us on the bf16 chain of tanh, sigmoid and exp
+    # (H200), bit for bit eager's sigmoid on 2^25 inputs (docs/performance.md).
+    # a product rounded on its own, never fused into an add (FMA contraction is on in
+    # some kernels: triton_launcher), subnormals kept (libdevice.mul_rn flushes them)
+    "mul_rn": _jit("_mul_rn(a, b)", """
+if a.dtype == tl.float64:
+    return tl.inline_asm_elementwise("mul.rn.f64 $0, $1, $2;", "=d,d,d", [a, b], dtype=tl.float64, is_pure=True, pack=1)
+return tl.inline_asm_elementwise("mul.rn.f32 $0, $1, $2;", "=f,f,f", [a, b], dtype=tl.float32, is_pure=True, pack=1)
+"""),
+    "rcp_rn": _jit("_rcp_rn(x)", """
+return tl.inline_asm_elementwise("rcp.rn.f32 $0, $1;", "=f,f", [x], dtype=tl.float32, is_pure=True, pack=1)
+"""),
+}
+
 # helpers a text calls, or passes on (a tl.reduce combine function)
 _CALL = re.compile(r"\b_(\w+)\b")
 
@@ -336,7 +355,7 @@ _CALL = re.compile(r"\b_(\w+)\b")
 def helper_sources(names: set[str], device: str) -> list[str]:
     """The sources of helpers `names` and of the helpers they call, in name order."""
     namespace = {"m": "libdevice" if device == "cuda" else "tl", "fmod": "libdevice.fmod" if device == "cuda" else "_fmod"}
-    library = PORTABLE if device == "cuda" else {**PORTABLE, **INTERPRETER}
+    library = {**PORTABLE, **CUDA} if device == "cuda" else {**PORTABLE, **INTERPRETER}
     texts: dict[str, str] = {}
     pending = sorted(names)
     while pending:

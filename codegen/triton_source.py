@@ -47,7 +47,7 @@ from strata.codegen.errors import CodegenError
 from strata.codegen.triton_index import fits_int32, int_code, merged_index, run_code
 from strata.codegen.triton_launcher import LauncherSource, function_source, variant_of
 from strata.codegen.triton_math import helper_sources
-from strata.codegen.triton_scalar_ops import FLOATS, LOW_PRECISION, ScalarOps, acc_dtype, tl_dtype
+from strata.codegen.triton_scalar_ops import CONTRACTION_SAFE, FLOATS, LOW_PRECISION, ScalarOps, acc_dtype, tl_dtype
 from strata.codegen.triton_tiles import (
     PERSISTENT_LIMIT,
     Tile,
@@ -101,6 +101,17 @@ def bound_for_16_bits(func: kernel.FuncOp) -> set[Operation]:
     return bound
 
 
+def _contraction_safe(op: Operation, dtype: str) -> bool:
+    """Whether `op`'s float result is computed the same with FMA contraction on: a
+    load, a constant, a select or conversion, a sum, max or min, or an elementwise op of
+    triton_scalar_ops.CONTRACTION_SAFE (its products written as PTX mul.rn)."""
+    if isinstance(op, (kernel.LoadOp, arith.ConstantOp, WhereOp, ConvertElementTypeOp)):
+        return True
+    if isinstance(op, kernel.ReduceOp):
+        return op.kind.data in ("sum", "amax", "amin")
+    return isinstance(op, ElementwiseOp) and op.name.removeprefix("prim.") in CONTRACTION_SAFE[dtype]
+
+
 def _rounds_to_16_bits(op: Operation) -> bool:
     return isinstance(op, ConvertElementTypeOp) and scalar_dtype(op.results[0].type) in LOW_PRECISION
 
@@ -128,15 +139,17 @@ class KernelSource:
     def __init__(self, func: kernel.FuncOp, device: str, tune: bool = False, tiles: list[Tile] | None = None):
         self.func = func
         self.bound_for_16_bits = bound_for_16_bits(func)
-        # FMA contraction where every f32 value ends in a rounding to 16 bits (triton_launcher)
+        # FMA contraction where it changes no rounding eager makes (triton_launcher)
         self.fp_fusion = device == "cuda" and all(
-            op in self.bound_for_16_bits for op in func.walk() for r in op.results if _dtype_of(r) in ("f32", "f64")
+            op in self.bound_for_16_bits or _contraction_safe(op, _dtype_of(r))
+            for op in func.walk() for r in op.results if _dtype_of(r) in ("f32", "f64")
         )
         self.device = device
         self.tune = tune
         self.chosen = tiles
         self.name = kernel_name(func)
         self.ops = ScalarOps(device)
+        self.ops.contracting = self.fp_fusion
         self.symbols = func.symbol_names
         _check_symbols(self.symbols)
         self.xdims = [sym(d) for d in func.pointwise_dims]

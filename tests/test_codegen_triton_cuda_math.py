@@ -42,10 +42,11 @@ def test_cuda_math_rounded_to_bf16_may_be_approximate():
     assert "tl.div_rn" not in source and "1.0 / (1.0 + tl.exp(" in source
     cpu = KernelSource(kernel_func(body, dtypes, 1, "64"), "cpu").module()
     assert "tl.div_rn" in cpu  # the interpreter's results stay correctly rounded
-    assert "enable_fp_fusion=False" in source  # g is stored in f32: no FMA contraction
+    # g is stored in f32, but exp and add are contraction-safe: FMA contraction is on
+    assert "enable_fp_fusion=True" in source
 
 
-def test_cuda_fma_contraction_only_where_every_f32_value_ends_in_bf16():
+def test_cuda_fma_contraction_keeps_every_rounding_of_eager():
     from strata.codegen.triton_source import KernelSource
 
     chain = [
@@ -58,6 +59,57 @@ def test_cuda_fma_contraction_only_where_every_f32_value_ends_in_bf16():
     ]
     fused = KernelSource(kernel_func("\n".join(chain), ["bf16", "bf16"], 1, "64"), "cuda").module()
     assert "enable_fp_fusion=True" in fused and "enable_fp_fusion=False" not in fused, fused
+    assert "mul_rn" not in fused  # every value ends in bf16: the product may fuse
+    # m is also compared in f32: its product keeps its rounding (mul_rn), the rest fuses
     compared = chain + ["  %c = prim.gt %m, %w : (f32, f32) -> i1", store("c", "out1", "x0", "i1")]
     exact = KernelSource(kernel_func("\n".join(compared), ["bf16", "bf16", "i1"], 1, "64"), "cuda").module()
-    assert "enable_fp_fusion=False" in exact and "enable_fp_fusion=True" not in exact  # m is compared in f32
+    assert "enable_fp_fusion=True" in exact and "_mul_rn(" in exact, exact
+    # an f32 chain of products and sums: contraction on, every product mul_rn
+    f32 = [
+        load("x", "in0", "x0", "f32"),
+        load("y", "in1", "x0", "f32"),
+        "  %p = prim.mul %x, %y : (f32, f32) -> f32",
+        "  %s = prim.sub %p, %x : (f32, f32) -> f32",
+        "  %e = prim.sigmoid %s : (f32) -> f32",
+        store("e", "out0", "x0", "f32"),
+    ]
+    source = KernelSource(kernel_func("\n".join(f32), ["f32", "f32", "f32"], 2, "64"), "cuda").module()
+    assert "enable_fp_fusion=True" in source and "v2 = _mul_rn(v0, v1)" in source and "mul.rn.f32" in source, source
+    cpu = KernelSource(kernel_func("\n".join(f32), ["f32", "f32", "f32"], 2, "64"), "cpu").module()
+    assert "mul_rn" not in cpu and "rcp" not in cpu and "tl.div_rn(1.0" in cpu
+
+
+def test_cuda_no_contraction_past_an_op_that_is_not_safe():
+    # pow's libdevice code changes with contraction: the kernel is compiled without it
+    from strata.codegen.triton_source import KernelSource
+
+    body = [
+        load("x", "in0", "x0", "f32"),
+        "  %p = prim.mul %x, %x : (f32, f32) -> f32",
+        "  %q = prim.pow %p, %x : (f32, f32) -> f32",
+        store("q", "out0", "x0", "f32"),
+    ]
+    source = KernelSource(kernel_func("\n".join(body), ["f32", "f32"], 1, "64"), "cuda").module()
+    assert "enable_fp_fusion=False" in source and "mul_rn" not in source, source
+
+
+def test_cuda_reciprocal_is_ptx_rcp_rn():
+    from strata.codegen.triton_source import KernelSource
+
+    body = [load("x", "in0", "x0", "f32"), "  %r = prim.reciprocal %x : (f32) -> f32", store("r", "out0", "x0", "f32")]
+    source = KernelSource(kernel_func("\n".join(body), ["f32", "f32"], 1, "64"), "cuda").module()
+    assert "_rcp_rn(" in source and "rcp.rn.f32" in source and "div_rn" not in source, source
+
+
+def test_contraction_safe_ops_write_no_bare_float_product():
+    """Every op CONTRACTION_SAFE lists, lowered for CUDA in a contracting kernel, writes
+    no `*` or `/` that LLVM could fuse with an add (only PTX mul.rn, libdevice)."""
+    from strata.codegen.triton_scalar_ops import CONTRACTION_SAFE, ScalarOps
+    from strata.dialects.prim import ELEMENTWISE
+
+    for dtype, names in CONTRACTION_SAFE.items():
+        for name in sorted(names):
+            ops = ScalarOps("cuda")
+            ops.contracting = True
+            expr = ops.elementwise(name, dtype, [f"a{i}" for i in range(ELEMENTWISE[name][0])])
+            assert " * " not in expr and not ("/" in expr and dtype == "f32"), (name, dtype, expr)
