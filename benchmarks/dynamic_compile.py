@@ -5,8 +5,12 @@
 Each measurement is a new process (empty strata, Inductor and Triton caches) timing the
 first call of `torch.compile(block, backend=..., dynamic=...)` with CPU time of the
 process (robust on a shared machine) and wall time; rounds interleave the configurations.
-For strata it also reports the seconds spent inside strata's compiler (lowering and code
-generation, the rest being Dynamo and AOTAutograd). Prints a Markdown table of medians.
+Every process imports the same modules (torch._dynamo, AOTAutograd, strata) before the
+clock starts, so that no backend's time holds imports another's does not. For strata it
+also reports the seconds spent inside strata's compiler (lowering and code generation,
+the rest being Dynamo and AOTAutograd). Prints a Markdown table of medians, with the
+seconds dynamic shapes add to each backend's compile: aot_eager's are what Dynamo and
+AOTAutograd add, whatever the backend.
 """
 
 from __future__ import annotations
@@ -26,8 +30,9 @@ import torch
 from strata.testing.models import TransformerBlock
 backend, dynamic, device = sys.argv[1], sys.argv[2] == "1", sys.argv[3]
 inside = [0.0]
+import torch._dynamo, torch._functorch.aot_autograd  # noqa: E401  (imported by every backend)
+import strata
 if backend == "strata":
-    import strata
     from strata.frontend import backend as front
     lower = front.compile_graph
     def timed(*a, **k):
@@ -72,13 +77,14 @@ def main() -> None:
             results[c].append(measure(*c, a.device))
             print(f"round {r}: {c[0]} dynamic={c[1]}: {results[c][-1]}", file=sys.stderr, flush=True)
     print(f"GPT block (d=64, 4 heads), forward + backward, first call, {a.device}; medians of {a.rounds} new processes\n")
-    print("| backend | static CPU s | dynamic CPU s | dynamic ÷ static | static wall s | dynamic wall s | strata's part static / dynamic s |")
-    print("| --- | ---: | ---: | ---: | ---: | ---: | ---: |")
+    print("| backend | static CPU s | dynamic CPU s | dynamic ÷ static | dynamic − static CPU s | static wall s | dynamic wall s | strata's part static / dynamic s |")
+    print("| --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: |")
     for b in a.backends.split(","):
         s, d = results[(b, False)], results[(b, True)]
         med = lambda rows, k: statistics.median(x[k] for x in rows)  # noqa: E731
         part = f"{med(s, 'inside'):.2f} / {med(d, 'inside'):.2f}" if b == "strata" else ""
         print(f"| {b} | {med(s, 'cpu'):.2f} | {med(d, 'cpu'):.2f} | {med(d, 'cpu') / med(s, 'cpu'):.2f}× | "
+              f"{med(d, 'cpu') - med(s, 'cpu'):+.2f} | "
               f"{med(s, 'wall'):.2f} | {med(d, 'wall'):.2f} | {part} |")
 
 
