@@ -42,6 +42,7 @@ from strata.dialects.prim_random import RandomSeedOp
 from strata.dialects.types import DTYPES, Dim, TensorType, bound_symbols, sym
 from strata.runtime.convolution_backward import convolution_backward_step
 from strata.runtime.allocation import contiguous_strides, fast_empty_strided
+from strata.runtime.cpu_linear import onednn_product
 from strata.runtime.layouts import launch_strides, result_format
 from strata.runtime.graph_runner import InlineStep, generate_runner
 from strata.runtime.memory_plan import MemoryPlan, plan_memory
@@ -151,7 +152,9 @@ class CompiledGraph:
                     shapes[slot] = None
                 else:
                     shapes[slot] = (tuple(static), DTYPES[v.type.dtype], None if strides is None else tuple(strides))
-            if isinstance(op, kd.LaunchOp) or isinstance(op, prim.MmOp | prim.BmmOp | prim.AddmmOp):
+            if isinstance(op, kd.LaunchOp) or (
+                isinstance(op, prim.MmOp | prim.BmmOp | prim.AddmmOp) and onednn_product(op, self.device) is None
+            ):
                 plannable.update(results)
         plan = plan_memory(steps, shapes, plannable, set(self._result_slots))
         return plan if plan.values else None
@@ -328,6 +331,14 @@ class CompiledGraph:
             return convolution_backward_step(op, self._slot, self.device, result_format(op), size_fn)
         operands = [self._slot(v) for v in op.operands]
         result = self._slot(op.results[0])
+        onednn = onednn_product(op, self.device)
+        if onednn is not None:  # a fresh result: not in the memory plan (_memory_plan)
+            args = ", ".join(f"regs[{i}]" for i in operands)
+
+            def linear(regs: list, env: dict) -> None:
+                regs[result] = onednn(*[regs[i] for i in operands])
+
+            return InlineStep([f"regs[{result}] = {{f}}({args})"], {"f": onednn}, linear, op.name)
         fast = _static_library_call(op, result_format(op), _only_viewed_by_library_calls(op.results[0]))
         if fast is not None:
             if len(operands) == 1:
