@@ -193,3 +193,30 @@ func.func @graph(%0: !strata.tensor<[2], f16>, %1: !strata.tensor<[], i1>) -> !s
     FusePass().apply(strata_context(), module)
     assert check_values(before, module, "seed=2") is None
     assert check_codegen(module, codegen, "seed=2") is None
+
+
+def test_constant_read_twice_does_not_split_a_backward(tmp_path):
+    """sigmoid's and tanh's backward write `1 - y` with a 0-d 1 that two ops read: it
+    was made a kernel of its own, which cut the backward's pointwise kernel in two (five
+    f32 intermediates written and read back). It is one kernel, and the gradients match
+    eager's."""
+    import strata
+    from strata.testing.models import pointwise_chain
+
+    x = torch.randn(64, 96, dtype=torch.bfloat16, requires_grad=True)
+    y = torch.randn(64, 96, dtype=torch.bfloat16, requires_grad=True)
+
+    def loss(x, y):
+        with torch.autocast("cpu", dtype=torch.bfloat16):
+            out = pointwise_chain(x, y)
+        return out.float().square().mean()
+
+    compiled = strata.compile(loss, options={"trace.enabled": True, "trace.dir": str(tmp_path)})
+    compiled(x, y).backward()
+    got = (x.grad.clone(), y.grad.clone())
+    x.grad = y.grad = None
+    loss(x, y).backward()
+    kernels = [p.read_text().count("kernel.launch") for p in sorted(tmp_path.glob("graph_*/2_kernel.mlir"))]
+    assert kernels == [1, 1], kernels  # forward (with the mean), backward
+    for g, e in zip(got, (x.grad, y.grad)):
+        torch.testing.assert_close(g, e, rtol=1.6e-2, atol=1e-4)

@@ -182,9 +182,29 @@ def view_root(v: SSAValue) -> SSAValue:
     return v
 
 
+# Ops whose value depends only on their operands and position: a chain of them over
+# constants is a constant, recomputed by each reader for free.
+_CONSTANT_PRESERVING = (prim.ElementwiseOp, prim.WhereOp, prim.ConvertElementTypeOp, *VIEW_OPS)
+
+
+def constant_values(ops: list[Operation]) -> set[SSAValue]:
+    """Values computed from fills and iotas alone (through elementwise ops, conversions
+    and views): no memory is read for them, so a reader computes its own copy rather
+    than wait for another kernel's (a `1 - y` of a sigmoid's backward made the 1 a
+    0-d kernel of its own, which split the backward's pointwise kernel in two)."""
+    constant: set[SSAValue] = set()
+    for op in ops:
+        if isinstance(op, prim.FullOp | prim.IotaOp) or (
+            isinstance(op, _CONSTANT_PRESERVING) and op.operands and all(v in constant for v in op.operands)
+        ):
+            constant.update(op.results)
+    return constant
+
+
 def choose_realized(ops: list[Operation], outputs: list[SSAValue]) -> set[SSAValue]:
     realized: set[SSAValue] = set()
     why: dict[SSAValue, str] | None = {} if debug_enabled() else None
+    constant = constant_values(ops)
     for op in ops:
         if is_reduction(op) or is_extern(op):
             realized.update(op.results)
@@ -198,7 +218,7 @@ def choose_realized(ops: list[Operation], outputs: list[SSAValue]) -> set[SSAVal
             if isinstance(op, GatherOp):
                 _realize_root(op.x, realized, why, "read by a gather, at positions held in another tensor")
             uses = effective_uses(op.results[0])
-            if uses > 1:
+            if uses > 1 and op.results[0] not in constant:
                 realized.add(op.results[0])
                 if why is not None:
                     why.setdefault(op.results[0], f"read by {uses} consumers: computed once, not once per reader")
