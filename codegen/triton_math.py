@@ -332,17 +332,17 @@ INTERPRETER.update(triton_erfcx.INTERPRETER)
 
 # Helpers only the CUDA generator calls (PTX the interpreter cannot run).
 CUDA: dict[str, str] = {
-    # 1/x correctly rounded, subnormal results kept, as eager's IEEE division gives
-    # them (libdevice.rcp_rn flushes those to zero); cheaper than div.rn with a
-    # numerator of 1: 80.4 -> 78.7 us on the bf16 chain of tanh, sigmoid and exp
-    # (H200), bit for bit eager's sigmoid on 2^25 inputs (docs/performance.md).
-    # a product rounded on its own, never fused into an add (FMA contraction is on in
-    # some kernels: triton_launcher), subnormals kept (libdevice.mul_rn flushes them)
+    # A product rounded on its own, never fused into an add (FMA contraction is on in
+    # some kernels: triton_launcher), subnormals kept (libdevice.mul_rn flushes them).
     "mul_rn": _jit("_mul_rn(a, b)", """
 if a.dtype == tl.float64:
     return tl.inline_asm_elementwise("mul.rn.f64 $0, $1, $2;", "=d,d,d", [a, b], dtype=tl.float64, is_pure=True, pack=1)
 return tl.inline_asm_elementwise("mul.rn.f32 $0, $1, $2;", "=f,f,f", [a, b], dtype=tl.float32, is_pure=True, pack=1)
 """),
+    # 1/x correctly rounded, subnormal results kept, as eager's IEEE division gives
+    # them (libdevice.rcp_rn flushes those to zero); cheaper than div.rn with a
+    # numerator of 1: 80.4 -> 78.7 us on the bf16 chain of tanh, sigmoid and exp
+    # (H200), bit for bit eager's sigmoid on 2^25 inputs (docs/performance.md).
     "rcp_rn": _jit("_rcp_rn(x)", """
 return tl.inline_asm_elementwise("rcp.rn.f32 $0, $1;", "=f,f", [x], dtype=tl.float32, is_pure=True, pack=1)
 """),
