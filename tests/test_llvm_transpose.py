@@ -4,6 +4,8 @@ generator (llvm_plan.choose_tile, llvm_kernel._emit_tile), against torch, bit-ex
 from __future__ import annotations
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 import torch
 
 import strata
@@ -263,3 +265,41 @@ def test_compiled_functions():
     y = torch.randn(4, 32, 17, 19)
     g = strata.compile(lambda y: (y.permute(0, 2, 3, 1) + 1).contiguous())
     assert torch.equal(g(y), (y.permute(0, 2, 3, 1) + 1).contiguous())
+
+
+_SYMBOLS = ("x0", "x1", "r0", "s0", "s1")
+
+
+@settings(max_examples=200, deadline=None)
+@given(
+    terms=st.lists(
+        st.tuples(st.integers(-8, 8), st.sampled_from(_SYMBOLS), st.sampled_from(_SYMBOLS + ("1",)),
+                  st.sampled_from(["", "floor", "mod", "square", "floor_coefficient"])),
+        min_size=1, max_size=5),
+    var=st.sampled_from(["x0", "x1", "r0"]),
+)
+def test_stride_along_is_the_difference_of_consecutive_indices(terms, var):
+    """stride_along's shortcut for affine terms answers as the general difference does:
+    index(var + 1) - index(var), or None where that depends on var or hides a floor."""
+    import sympy
+
+    from strata.codegen.llvm_plan import stride_along
+    from strata.dialects.types import sym
+
+    parts = []
+    for c, a, b, shape in terms:
+        term = f"{c}*{a}*{b}"
+        parts.append({"": term, "floor": f"floor({term}/3)", "mod": f"Mod({a}, 4)", "square": f"{a}*{a}",
+                      "floor_coefficient": f"floor({a}/3)*{b}"}[shape])
+    index = " + ".join(parts)
+    expr, v = sym(index), sym(var)
+    if v not in expr.free_symbols:
+        expected = sympy.Integer(0)
+    else:
+        diff = sympy.expand(expr.subs(v, v + 1) - expr)
+        hidden = diff.atoms(sympy.floor, sympy.ceiling, sympy.Mod, sympy.Max, sympy.Min)
+        expected = None if v in diff.free_symbols or hidden else diff
+    got = stride_along(str(expr), var)
+    assert (got is None) == (expected is None), (index, var, got, expected)
+    if got is not None:
+        assert sympy.expand(got - expected) == 0, (index, var, got, expected)
