@@ -100,6 +100,7 @@ class CompiledGraph:
         self._enter = self._entry()
         self.steps: list[Step] = []
         self._precompile: dict[int, tuple[Any, list[torch.dtype], list[int]]] = {}
+        self._fresh_products: set[int] = set()  # result slots of oneDNN products (no out=)
         self._first_call_jobs: list | None = []  # None once the first call has run them
         step_ops = []
         seeds = [op for op in self.program.block.ops if isinstance(op, RandomSeedOp)]
@@ -152,10 +153,8 @@ class CompiledGraph:
                     shapes[slot] = None
                 else:
                     shapes[slot] = (tuple(static), DTYPES[v.type.dtype], None if strides is None else tuple(strides))
-            if isinstance(op, kd.LaunchOp) or (
-                isinstance(op, prim.MmOp | prim.BmmOp | prim.AddmmOp) and onednn_product(op, self.device) is None
-            ):
-                plannable.update(results)
+            if isinstance(op, kd.LaunchOp) or isinstance(op, prim.MmOp | prim.BmmOp | prim.AddmmOp):
+                plannable.update(r for r in results if r not in self._fresh_products)
         plan = plan_memory(steps, shapes, plannable, set(self._result_slots))
         return plan if plan.values else None
 
@@ -333,6 +332,7 @@ class CompiledGraph:
         result = self._slot(op.results[0])
         onednn = onednn_product(op, self.device)
         if onednn is not None:  # a fresh result: not in the memory plan (_memory_plan)
+            self._fresh_products.add(result)
             args = ", ".join(f"regs[{i}]" for i in operands)
 
             def linear(regs: list, env: dict) -> None:
