@@ -21,6 +21,7 @@ from strata.frontend.attention import is_training, keep_attention_whole
 from strata.frontend.attention_training import attention_for_training
 from strata.frontend import capture_cache
 from strata.frontend.compile_graph import compile_captured, compile_graph
+from strata.frontend.specialized_floats import mark_specialized_floats
 
 
 def make_backend(mode: str | None = None, options: dict[str, Any] | None = None):
@@ -36,6 +37,7 @@ def make_backend(mode: str | None = None, options: dict[str, Any] | None = None)
     )
 
     def strata(gm: torch.fx.GraphModule, example_inputs):
+        mark_specialized_floats(example_inputs)  # no second Dynamo trace for them
         if is_training(example_inputs):
             attention_for_training(gm)
             return backend(gm, example_inputs)
