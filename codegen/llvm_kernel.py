@@ -90,7 +90,8 @@ from strata.codegen.llvm_plan import (
 )
 from strata.codegen.llvm_random import emit_philox
 from strata.codegen.llvm_reductions import BLOCK, Accumulator
-from strata.codegen.llvm_scalar_ops import emit_elementwise
+from strata.passes.fusion.contraction import contracts
+from strata.codegen.llvm_scalar_ops import emit_contractible, emit_elementwise
 from strata.dialects.kernel import FuncOp, IndexOp, LoadOp, ReduceOp, StoreOp
 from strata.dialects.kernel_random import PhiloxOp
 from strata.dialects.prim import ConvertElementTypeOp, ElementwiseOp, WhereOp
@@ -626,7 +627,10 @@ class _BodyEmitter:
                 one = constant(dtype, 1.0)
                 args = [args[0], emit_elementwise(b, "div", dtype, [one, args[1]])]
                 name = "mul"
-            values[op.result] = emit_elementwise(b, name, dtype, args)
+            if contracts(op):  # a multiply-add inside one aten op (passes/fusion/contraction.py)
+                values[op.result] = emit_contractible(b, name, args)
+            else:
+                values[op.result] = emit_elementwise(b, name, dtype, args)
         elif isinstance(op, WhereOp):
             values[op.result] = b.select(*unify(b, [values[op.cond], values[op.a], values[op.b]]))
         elif isinstance(op, ConvertElementTypeOp):

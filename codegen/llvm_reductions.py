@@ -23,6 +23,7 @@ from llvmlite import ir
 from strata.codegen.llvm_dtypes import HALF_FLOATS, constant, convert, dtype_of, is_signed, register_type
 from strata.codegen.llvm_lanes import I1, call_intrinsic, intrinsic, splat, with_lanes
 from strata.dialects.kernel import ReduceOp
+from strata.passes.fusion.contraction import contracts
 from strata.dialects.types import is_float
 
 REASSOC = ("reassoc",)
@@ -72,12 +73,13 @@ def tracks_nan(kind: str, acc_dtype: str) -> bool:
     return is_float(acc_dtype) and kind in ("amax", "amin")
 
 
-def combine(b: ir.IRBuilder, kind: str, acc_dtype: str, acc: ir.Value, value: ir.Value) -> ir.Value:
+def combine(b: ir.IRBuilder, kind: str, acc_dtype: str, acc: ir.Value, value: ir.Value, flags: tuple[str, ...] = ()) -> ir.Value:
     """One accumulation step: `acc` and `value` are of the accumulator's dtype (and lanes).
-    Float amax / amin ignore NaN here: see tracks_nan."""
+    Float amax / amin ignore NaN here: see tracks_nan. `flags`: fast-math flags of a float
+    sum's add (`contract`, where the summed product may fuse into it)."""
     if is_float(acc_dtype):
         if kind == "sum":
-            return b.fadd(acc, value)
+            return b.fadd(acc, value, flags=flags)
         if kind == "prod":
             return b.fmul(acc, value)
         keep = b.fcmp_ordered(">" if kind == "amax" else "<", acc, value)
@@ -133,6 +135,8 @@ class Accumulator:
         if self.outer_dtype:
             self.outer = allocas.alloca(with_lanes(register_type(self.outer_dtype), lanes))
         self.nan = allocas.alloca(with_lanes(I1, lanes)) if tracks_nan(self.kind, self.acc_dtype) else None
+        # a product summed here, from the same aten op, may fuse into the add (an FMA)
+        self.flags = ("contract",) if contracts(op) and self.acc_dtype == self.dtype else ()
 
     def reset(self, b: ir.IRBuilder) -> None:
         b.store(identity(self.kind, self.acc_dtype, self.lanes), self.slot)
@@ -147,7 +151,7 @@ class Accumulator:
             element = splat(b, element, self.lanes)
         if mask is not None:
             element = b.select(mask, element, identity(self.kind, self.acc_dtype, self.lanes))
-        b.store(combine(b, self.kind, self.acc_dtype, b.load(self.slot), element), self.slot)
+        b.store(combine(b, self.kind, self.acc_dtype, b.load(self.slot), element, self.flags), self.slot)
         if self.nan is not None:
             b.store(b.or_(b.load(self.nan), b.fcmp_unordered("uno", element, element)), self.nan)
 

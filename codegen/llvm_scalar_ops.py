@@ -47,6 +47,16 @@ def emit_elementwise(b: ir.IRBuilder, name: str, dtype: str, args: list[ir.Value
     return emit(b, dtype, *args)
 
 
+CONTRACT = ("contract",)
+
+
+def emit_contractible(b: ir.IRBuilder, name: str, args: list[ir.Value]) -> ir.Value:
+    """A float add, sub or mul that LLVM may fuse with a product or sum that also carries
+    `contract` (vectors of floats and scalars alike)."""
+    x, y = unify(b, args)
+    return {"add": b.fadd, "sub": b.fsub, "mul": b.fmul}[name](x, y, flags=CONTRACT)
+
+
 def _const(like: ir.Value, value: float | int) -> ir.Constant:
     return ir.Constant(like.type, value)
 

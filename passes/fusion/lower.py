@@ -28,6 +28,7 @@ from strata.dialects import prim
 from strata.dialects.types import Dim, TensorType, is_float, scalar_type, sym
 from strata.dialects.prim_indexing import GatherOp
 from strata.dialects.prim_random import PHILOX_OPS
+from strata.passes.fusion.contraction import Contractions
 from strata.passes.fusion.gather import gather_at, load_op
 from strata.passes.fusion.random import philox_at
 from strata.passes.fusion.indexing import Index, contiguous_strides, empty_row_guard, offset
@@ -65,6 +66,7 @@ class KernelBuilder:
         self.node_scalars: dict[SSAValue, SSAValue] = {}
         self.sources: list[str] = []
         self.computed: dict[Operation, None] = {}  # the graph's ops this kernel computes, in order
+        self.contractions = Contractions(enabled=not emulate_precision_casts)
 
     # ------------------------------------------------------------ buffers
     def _buffer_type(self, v: SSAValue) -> kd.BufferType:
@@ -145,7 +147,9 @@ class KernelBuilder:
         if isinstance(op, prim.WhereOp):
             return self.add(prim.WhereOp(*args))
         assert isinstance(op, prim.ElementwiseOp), op.name
-        return self.add(type(op)(*args, result_type=scalar_type(compute_dtype(out_dtype))))
+        result = self.add(type(op)(*args, result_type=scalar_type(compute_dtype(out_dtype))))
+        self.contractions.built(op, result)
+        return result
 
     def note_source(self, op: Operation) -> None:
         """Lists the aten op `op` came from, with the user's file:line where Dynamo
@@ -170,6 +174,7 @@ class KernelBuilder:
         if is_reduction(op):
             row = self.value_at(op.x, self.k.domain.full_index())
             scalar = self.add(kd.ReduceOp(row, op.KIND))
+            self.contractions.reduced(op, row, scalar.owner)
         else:
             scalar = self.inline(op, self.node_index(v))
         self.node_scalars[v] = scalar
