@@ -90,9 +90,8 @@ from strata.codegen.llvm_plan import (
 )
 from strata.codegen.llvm_random import emit_philox
 from strata.codegen.llvm_reductions import BLOCK, Accumulator
-from strata.passes.fusion.contraction import contracts
 from strata.codegen.llvm_scalar_ops import emit_contractible, emit_elementwise
-from strata.dialects.kernel import FuncOp, IndexOp, LoadOp, ReduceOp, StoreOp
+from strata.dialects.kernel import FuncOp, IndexOp, LoadOp, ReduceOp, StoreOp, contracts
 from strata.dialects.kernel_random import PhiloxOp
 from strata.dialects.prim import ConvertElementTypeOp, ElementwiseOp, WhereOp
 from strata.dialects.types import sym

@@ -22,8 +22,7 @@ from llvmlite import ir
 
 from strata.codegen.llvm_dtypes import HALF_FLOATS, constant, convert, dtype_of, is_signed, register_type
 from strata.codegen.llvm_lanes import I1, call_intrinsic, intrinsic, splat, with_lanes
-from strata.dialects.kernel import ReduceOp
-from strata.passes.fusion.contraction import contracts
+from strata.dialects.kernel import ReduceOp, contracts
 from strata.dialects.types import is_float
 
 REASSOC = ("reassoc",)

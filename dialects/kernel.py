@@ -18,6 +18,11 @@ Indices are sympy expressions over loop variables and shape symbols, in elements
 relative to the buffer's first element: they carry the buffers' strides, so views and
 transposes cost no copy.
 
+Rounding. Every op of a body rounds its result, except where a float product
+(`prim.mul`) and the `prim.add`, `prim.sub` or `kernel.reduce "sum"` that reads it both
+carry the unit attribute `strata.contract`: a back end may compute that pair as one
+fused multiply-add (fusion marks only pairs decomposed from one aten op).
+
 A `kernel.program` is the compiled graph: kernel launches (tensor values in, freshly
 allocated contiguous tensors out), library calls (prim.mm, …, views feeding them) and
 eager fallbacks (aten ops no lowering covers), ending in `kernel.return`.
@@ -38,7 +43,7 @@ from xdsl.dialects.builtin import (
     SymbolRefAttr,
     i64,
 )
-from xdsl.ir import Attribute, Block, Dialect, ParametrizedAttribute, Region, SSAValue, TypeAttribute
+from xdsl.ir import Attribute, Block, Dialect, Operation, ParametrizedAttribute, Region, SSAValue, TypeAttribute
 from xdsl.irdl import (
     IRDLOperation,
     ParsePropInAttrDict,
@@ -60,6 +65,12 @@ from strata.dialects.kernel_random import PhiloxOp
 from strata.dialects.types import Dim, TensorType, scalar_dtype, sym
 
 REDUCE_KINDS = ("sum", "prod", "amax", "amin")
+CONTRACT = "strata.contract"  # see "Rounding" above
+
+
+def contracts(op: Operation) -> bool:
+    """Whether a body op may be fused with the product it reads, or the add reading it."""
+    return CONTRACT in op.attributes
 
 
 @irdl_attr_definition

@@ -15,7 +15,7 @@ from strata.codegen import llvm_jit
 from strata.codegen.llvm_cpu import llvm_source
 from strata.dialects import kernel as kd
 from strata.dialects.context import parse_module
-from strata.passes.fusion.contraction import CONTRACT
+from strata.dialects.kernel import CONTRACT
 from strata.frontend.compile_graph import run_pipeline
 
 GRAPH = """

@@ -8,8 +8,9 @@ line: a float product and the add, subtract or sum that consumes it are marked
 `strata.source`), so a code generator may fuse them (one rounding instead of two: never
 less accurate); a product that is an aten op's result, read by another op, is never
 fused. An add is marked only if every product it reads is of its own op, so no two
-marked ops of different sources meet. The LLVM generator turns the mark into LLVM's
-`contract` flag; the Triton generator has its own rule (codegen/triton_scalar_ops.py).
+marked ops of different sources meet (the mark's meaning: dialects/kernel.py). The
+LLVM generator turns the mark into LLVM's `contract` flag; the Triton generator has
+its own rule (codegen/triton_scalar_ops.py).
 """
 
 from __future__ import annotations
@@ -17,15 +18,10 @@ from __future__ import annotations
 from xdsl.dialects.builtin import UnitAttr
 from xdsl.ir import Operation, SSAValue
 
+from strata.dialects.kernel import CONTRACT
 from strata.dialects.types import is_float
 
-CONTRACT = "strata.contract"
 _ADDS = ("prim.add", "prim.sub")
-
-
-def contracts(op: Operation) -> bool:
-    """Whether a kernel op may fuse with the products it reads (or its reader)."""
-    return CONTRACT in op.attributes
 
 
 class Contractions:
