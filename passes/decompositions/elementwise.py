@@ -172,7 +172,13 @@ def mul(op: AtenOp, b: PrimBuilder) -> SSAValue:
     return b.pointwise("DEFAULT", [b.arg("self"), b.arg("other")], lambda x, y: b.ew("mul", x, y), exact_scalar=True)
 
 
-@decomposes("aten::div.Tensor", "aten::div.Scalar", "aten::div.Tensor_mode", "aten::div.Scalar_mode")
+@decomposes(
+    "aten::div.Tensor", "aten::div.Scalar", "aten::div.Tensor_mode", "aten::div.Scalar_mode",
+    # the same ops under other names (true_divide reaches AOTAutograd's graphs when
+    # Dynamo divides by a tensor made of a symbolic float, as under dynamic=True)
+    "aten::true_divide.Tensor", "aten::true_divide.Scalar",
+    "aten::divide.Tensor", "aten::divide.Scalar", "aten::divide.Tensor_mode", "aten::divide.Scalar_mode",
+)
 def div(op: AtenOp, b: PrimBuilder) -> SSAValue:
     mode = b.arg("rounding_mode") if op.overload_name.endswith("_mode") else None
     args = [b.arg("self"), b.arg("other")]
