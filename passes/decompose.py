@@ -20,7 +20,7 @@ from dataclasses import dataclass
 from xdsl.context import Context
 from xdsl.dialects import func
 from xdsl.dialects.builtin import ModuleOp, StringAttr
-from xdsl.ir import SSAValue
+from xdsl.ir import Operation, SSAValue
 from xdsl.passes import ModulePass
 from xdsl.rewriter import InsertPoint, Rewriter
 from xdsl.utils.exceptions import VerifyException
@@ -102,14 +102,24 @@ def decompose(op: AtenOp, fallback_random: bool = False) -> str | None:
         values = [values] if isinstance(values, SSAValue) else list(values)
         _check(op, b, values)
     except Decline as e:
+        _discard(b.ops)
         return str(e)
     if fallback_random and any(isinstance(new, RandomSeedOp) for new in b.ops):
+        _discard(b.ops)
         return "fallback_random: random ops run as eager's kernels"
     Rewriter.insert_op(b.ops, InsertPoint.before(op))
     for result, value in zip(op.results, values):
         result.replace_all_uses_with(value)
     Rewriter.erase_op(op)
     return None
+
+
+def _discard(ops: list[Operation]) -> None:
+    """Drops the ops a rule built and did not use: never inserted, each still counts as
+    a use of the values it reads, and a pass that walks those uses (simplify's rewriter,
+    which revisits a changed value's users) would meet ops that are in no block."""
+    for new in reversed(ops):
+        new.erase(safe_erase=False)
 
 
 def _check(op: AtenOp, b: PrimBuilder, values: list[SSAValue]) -> None:

@@ -62,6 +62,24 @@ def test_training_dropout_draws_philox_unless_fallback_random():
     assert "prim.add" in capture.op_names()  # the rest is lowered around it
 
 
+def test_a_declined_rule_leaves_no_use_behind():
+    # sub.Tensor's rule builds its prim ops before the check that finds them invalid
+    # (the op declares sizes its operands do not broadcast to, as when torch and strata
+    # write a symbolic size two ways): it declines, and the ops it built must not stay
+    # users of %x and %y (a later rewriter revisiting those users would meet ops in no
+    # block).
+    module = parse_module("""
+func.func @graph(%x: !strata.tensor<["s0", 8], f32>, %y: !strata.tensor<[8], f32>) -> !strata.tensor<["s1", 8], f32> {
+  %r = aten.sub.Tensor %x, %y {alpha = 2 : i64} : (!strata.tensor<["s0", 8], f32>, !strata.tensor<[8], f32>) -> !strata.tensor<["s1", 8], f32>
+  func.return %r : !strata.tensor<["s1", 8], f32>
+}""")
+    fn = next(op for op in module.ops)
+    (sub,) = [op for op in module.walk() if isinstance(op, AtenOp)]
+    assert "the rule built an invalid" in decompose(sub)  # declined after building: the op stays
+    for arg in fn.body.blocks[0].args:
+        assert [use.operation for use in arg.uses] == [sub]
+
+
 # ---------------------------------------------------------------- single ops
 def _i8(*shape):
     return torch.randint(-100, 100, shape, dtype=torch.int8)
