@@ -18,6 +18,7 @@ from torch._functorch.partitioners import min_cut_rematerialization_partition
 
 from strata.frontend import options as opts
 from strata.frontend.attention import is_training, keep_attention_whole
+from strata.frontend.attention_pattern import recognize_attention
 from strata.frontend.attention_training import attention_for_training
 from strata.frontend import capture_cache
 from strata.frontend.compile_graph import compile_captured, compile_graph
@@ -38,6 +39,8 @@ def make_backend(mode: str | None = None, options: dict[str, Any] | None = None)
 
     def strata(gm: torch.fx.GraphModule, example_inputs):
         mark_specialized_floats(example_inputs)  # no second Dynamo trace for them
+        if resolved["attention_patterns"]:
+            recognize_attention(gm)
         if is_training(example_inputs):
             attention_for_training(gm)
             return backend(gm, example_inputs)

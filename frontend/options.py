@@ -27,6 +27,8 @@ OPTIONS: dict[str, tuple[Any, str]] = {
     "emulate_precision_casts": (False, "round f16/bf16 intermediates inside a fused kernel after every op, "
                                        "as eager does (off: they stay in f32 and are rounded where stored, "
                                        "as TorchInductor does)"),
+    "attention_patterns": (True, "run attention written out by hand (softmax(q @ kᵀ · s, causal mask or none) @ v) "
+                                 "as one scaled_dot_product_attention call (frontend/attention_pattern.py)"),
     "verify": (True, "verify the IR after every pass"),
     "graph_cache": (True, "reuse a graph's lowering from the disk cache when the same graph was compiled "
                           "before (STRATA_CACHE_DIR)"),
