@@ -43,7 +43,8 @@ from torch.nn import functional as F
 from strata.frontend.attention import _autocast_dtypes, _example
 
 # Call targets by what they compute: Dynamo records a method call, a torch function or
-# an operator, as the user wrote it.
+# an operator, as the user wrote it (and, by torch version, `a == b` as operator.eq or
+# as the method __eq__).
 _FUNCTIONS: dict[Any, str] = {
     operator.matmul: "matmul",
     torch.matmul: "matmul",
@@ -66,7 +67,8 @@ _FUNCTIONS: dict[Any, str] = {
 }
 _METHODS = {"matmul": "matmul", "div": "div", "true_divide": "div", "mul": "mul", "softmax": "softmax",
             "masked_fill": "masked_fill", "tril": "tril", "logical_not": "logical_not",
-            "bitwise_not": "logical_not", "eq": "eq", "__invert__": "logical_not"}
+            "bitwise_not": "logical_not", "eq": "eq", "__invert__": "logical_not", "__eq__": "eq",
+            "__matmul__": "matmul", "__truediv__": "div", "__mul__": "mul", "__rmul__": "mul"}
 # Parameter names, in order, of each op as recognized (the first is the tensor).
 _PARAMS = {
     "matmul": ("input", "other"), "div": ("input", "other", "rounding_mode"), "mul": ("input", "other"),

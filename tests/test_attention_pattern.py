@@ -4,6 +4,7 @@ one sdpa call (frontend/attention_pattern.py), and everything else left as writt
 from __future__ import annotations
 
 import math
+import operator
 import warnings
 
 import pytest
@@ -15,6 +16,7 @@ from hypothesis import strategies as st
 import strata
 from strata.frontend.attention_pattern import recognize_attention
 from strata.testing.models import TransformerBlock
+from tests.test_end_to_end import TARGET_IDS, TARGETS
 
 
 def _rewrites(fn, *args, **compile_kwargs) -> tuple[int, torch.Tensor]:
@@ -132,11 +134,13 @@ def test_a_mask_given_as_input_is_left_as_written():
     assert _rewrites(tensor_mask, q, k, v, mask)[0] == 0
 
 
-def test_gpt_block_runs_attention_as_one_library_call(tmp_path):
+@pytest.mark.parametrize("target", TARGETS, ids=TARGET_IDS)
+def test_gpt_block_runs_attention_as_one_library_call(target, tmp_path):
+    device, codegen = target
     torch.manual_seed(0)
-    block = TransformerBlock(48, 4).eval()
-    x = torch.randn(2, 12, 48)
-    compiled = strata.compile(block, options={"trace.enabled": True, "trace.dir": str(tmp_path)})
+    block = TransformerBlock(48, 4).eval().to(device)
+    x = torch.randn(2, 12, 48, device=device)
+    compiled = strata.compile(block, options={"codegen": codegen, "trace.enabled": True, "trace.dir": str(tmp_path)})
     with warnings.catch_warnings():
         warnings.simplefilter("error")  # no eager fallback
         with torch.no_grad():
@@ -219,3 +223,15 @@ def test_recognized_attention_matches_the_written_out_form(L, S, e, causal, scal
     assert count == 1
     tol = 1e-5 if dtype == torch.float32 else 1e-12
     torch.testing.assert_close(got, fn(q, k, v), atol=tol, rtol=tol)
+
+
+def test_operators_recorded_as_methods_are_recognized():
+    # torch 2.11's Dynamo records `mask == 0` as the method __eq__, 2.13's as operator.eq
+    from strata.frontend.attention_pattern import _op
+
+    g = torch.fx.Graph()
+    x = g.placeholder("x")
+    assert _op(g.call_method("__eq__", (x, 0))) == ("eq", {"input": x, "other": 0})
+    assert _op(g.call_function(operator.eq, (x, 0))) == ("eq", {"input": x, "other": 0})
+    assert _op(g.call_method("__matmul__", (x, x)))[0] == "matmul"
+    assert _op(g.call_method("softmax", (x,), {"dim": -1})) == ("softmax", {"input": x, "dim": -1, "dtype": None})
