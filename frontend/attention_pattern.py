@@ -93,13 +93,15 @@ def _op(n: Any) -> tuple[str | None, dict[str, Any]]:
         return None, {}
     if name == "ones":
         return name, dict(n.kwargs)
-    if name == "softmax" and n.op == "call_method":
-        params = ("input", "dim", "dtype")  # Tensor.softmax has no _stacklevel
+    if name == "softmax" and n.target is not F.softmax:
+        params = ("input", "dim", "dtype")  # only F.softmax has a _stacklevel
     else:
         params = _PARAMS[name]
     if len(n.args) > len(params) or any(k not in params for k in n.kwargs):
         return None, {}
     args = {**{p: _DEFAULTS[p] for p in params if p in _DEFAULTS}, **dict(zip(params, n.args)), **n.kwargs}
+    if name == "mul" and not isinstance(args["input"], torch.fx.Node):
+        args["input"], args["other"] = args["other"], args["input"]  # s * C
     return name, args
 
 

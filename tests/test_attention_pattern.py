@@ -58,12 +58,16 @@ def unmasked_unscaled(q, k, v):
     return (q @ k.transpose(-2, -1)).softmax(-1) @ v
 
 
+def scale_first(q, k, v):
+    return torch.softmax(0.5 * (q @ k.transpose(-1, -2)), -1) @ v
+
+
 def key_already_transposed(q, k, v):
     kt = k.permute(0, 1, 3, 2)
     return torch.softmax(q @ kt * 0.5, dim=3) @ v
 
 
-REWRITTEN = [causal_div, causal_mul_eq, unmasked_unscaled, key_already_transposed]
+REWRITTEN = [causal_div, causal_mul_eq, unmasked_unscaled, scale_first, key_already_transposed]
 
 
 @pytest.mark.parametrize("fn", REWRITTEN, ids=lambda f: f.__name__)
@@ -235,3 +239,5 @@ def test_operators_recorded_as_methods_are_recognized():
     assert _op(g.call_function(operator.eq, (x, 0))) == ("eq", {"input": x, "other": 0})
     assert _op(g.call_method("__matmul__", (x, x)))[0] == "matmul"
     assert _op(g.call_method("softmax", (x,), {"dim": -1})) == ("softmax", {"input": x, "dim": -1, "dtype": None})
+    assert _op(g.call_function(torch.softmax, (x, -1, torch.float64)))[1]["dtype"] == torch.float64
+    assert _op(g.call_function(F.softmax, (x, -1, 3, torch.float64)))[1]["dtype"] == torch.float64
