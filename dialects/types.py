@@ -157,10 +157,35 @@ def sym(text: str | int | sympy.Expr) -> sympy.Expr:
 def dim_attr(dim: Dim) -> IntAttr | StringAttr:
     if isinstance(dim, int):
         return IntAttr(dim)
-    dim = sympy.sympify(dim)
+    dim = flatten_floors(sympy.sympify(dim))
     if dim.is_Integer:
         return IntAttr(int(dim))
     return StringAttr(sympy.sstr(dim))
+
+
+def flatten_floors(expr: sympy.Expr) -> sympy.Expr:
+    """`floor(floor(b)/n + q)` as `floor(b/n + q)`, for a positive integer n and n·q an
+    integer: (floor(b) + n·q) = floor(b + n·q), and floor(floor(x)/n) = floor(x/n).
+
+    A size computed in two steps (two stride-2 convolutions: floor(floor(s/2 − 1/2)/2)
+    + 1) and the same size as torch's ShapeEnv writes it (floor(s/4 − 1/4) + 1) then
+    print alike, so that the types of the ops meeting there agree."""
+    if not isinstance(expr, sympy.Basic) or sum(1 for _ in expr.atoms(sympy.floor)) < 2:
+        return expr
+    return expr.replace(lambda e: isinstance(e, sympy.floor), _flatten_floor)
+
+
+def _flatten_floor(f: sympy.Expr) -> sympy.Expr:
+    inner = [t for t in sympy.Add.make_args(f.args[0]) if t.as_coeff_Mul()[1].func is sympy.floor]
+    if len(inner) != 1:
+        return f
+    c, floor_b = inner[0].as_coeff_Mul()
+    if not (c.is_Rational and c > 0 and c.p == 1):
+        return f
+    n, q = c.q, f.args[0] - inner[0]
+    if (n * q).is_integer is not True:
+        return f
+    return sympy.floor(floor_b.args[0] / n + q)
 
 
 def dim_from_attr(attr: Attribute) -> Dim:

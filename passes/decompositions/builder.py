@@ -207,10 +207,12 @@ class PrimBuilder:
 
         return item_source(self.op, e)
 
-    def _symbolic_scalar(self, e: sympy.Expr) -> SSAValue:
+    def _symbolic_scalar(self, e: sympy.Expr, is_size: bool = False) -> SSAValue:
         """A 0-d i64 tensor holding the value of a size expression. prim.full takes
-        only numbers, so it is element e of iota(e + 1): a constant-time read."""
-        if not (e.is_integer and e.is_nonnegative):
+        only numbers, so it is element e of iota(e + 1): a constant-time read.
+        `is_size`: e is some tensor's size, so never negative, where sympy cannot
+        tell (floor(s/4 - 1/4) + 1)."""
+        if not (e.is_integer and (is_size or e.is_nonnegative)):
             raise Decline(f"no prim op holds the symbolic scalar {e}")
         iota = self.add(prim.IotaOp(sym(e + 1), 0, 1, "i64"))
         one = self.add(prim.SliceOp(iota, [e], [e + 1], [1]))
@@ -263,6 +265,13 @@ class PrimBuilder:
             return a  # sizes, and integer scalars, are exact
         _check_fits(a, dtype)
         return torch.tensor(a, dtype=DTYPES[dtype]).item()
+
+    def size_like(self, x: SSAValue, size: Dim) -> SSAValue:
+        """A tensor's size (an int or an expression) as a tensor of x's type."""
+        t = tensor_of(x)
+        if isinstance(size, int) or sym(size).is_number:
+            return self.full(t.dims, int(sym(size)), t.dtype)
+        return self.broadcast(self.convert(self._symbolic_scalar(sym(size), is_size=True), t.dtype), t.dims)
 
     def constant_like(self, x: SSAValue, value: Scalar) -> SSAValue:
         """`value` as a tensor of x's type: for the constants inside a formula."""

@@ -104,7 +104,7 @@ def read_at(b: PrimBuilder, x: SSAValue, coords: dict[int, SSAValue], dims: Sequ
     for j, k in enumerate(ks):
         c = b.permute(coords[k], perm)
         stride = numel(t.dims[m] for m in ks[j + 1 :])
-        term = c if sym(stride) == 1 else b.ew("mul", c, b.constant_like(c, stride))
+        term = c if sym(stride) == 1 else b.ew("mul", c, b.size_like(c, stride))
         linear = term if linear is None else b.ew("add", linear, term)
     result = b.add(GatherOp(xv, linear, len(out_p) - 1))
     return b.permute(result, inverse)

@@ -43,8 +43,9 @@ def _tuple(v, n: int, default: Sequence[int] | None = None) -> list[int]:
     return v
 
 
-def _params(b: PrimBuilder, n: int, dilation: bool):
-    """x, its type, and kernel size, stride, padding, dilation for `n` spatial dims."""
+def _params(b: PrimBuilder, n: int, dilation: bool, symbolic: bool = False):
+    """x, its type, and kernel size, stride, padding, dilation for `n` spatial dims;
+    `symbolic`: the rule handles spatial sizes that are expressions."""
     x = b.arg("self")
     t = tensor_of(x)
     if t.rank not in (n + 1, n + 2):
@@ -55,8 +56,10 @@ def _params(b: PrimBuilder, n: int, dilation: bool):
     d = _tuple(b.arg("dilation"), n, [1] * n) if dilation else [1] * n
     if math.prod(k) > MAX_TAPS:
         raise Decline(f"a pooling window of {math.prod(k)} taps")
-    if any(sym(m) == 0 for m in t.dims) or any(not isinstance(m, int) for m in t.dims[-n:]):
-        raise Decline("pooling of an empty or symbolic input")
+    if any(sym(m) == 0 for m in t.dims):
+        raise Decline("pooling of an empty input")
+    if not symbolic and any(not isinstance(m, int) for m in t.dims[-n:]):
+        raise Decline("pooling of a symbolic input")
     return x, t, k, s, p, d
 
 
@@ -75,8 +78,8 @@ def _taps(b: PrimBuilder, dims, k, s, p, d) -> list[tuple[tuple[int, ...], list[
     return out
 
 
-def _inside(b: PrimBuilder, v: SSAValue, n: int) -> SSAValue:
-    return b.ew("logical_and", b.ew("ge", v, b.constant_like(v, 0)), b.ew("lt", v, b.constant_like(v, n)))
+def _inside(b: PrimBuilder, v: SSAValue, n) -> SSAValue:
+    return b.ew("logical_and", b.ew("ge", v, b.constant_like(v, 0)), b.ew("lt", v, b.size_like(v, n)))
 
 
 def _all_inside(b: PrimBuilder, coords: list[SSAValue], sizes) -> SSAValue:
@@ -91,14 +94,16 @@ def _flat(b: PrimBuilder, coords: list[SSAValue], sizes) -> SSAValue:
     """The position of coords in the flattened spatial dims (row-major)."""
     flat = coords[0]
     for c, m in zip(coords[1:], sizes[1:]):
-        flat = b.ew("add", b.ew("mul", flat, b.constant_like(flat, m)), c)
+        flat = b.ew("add", b.ew("mul", flat, b.size_like(flat, m)), c)
     return flat
 
 
 @decomposes("aten::max_pool2d_with_indices", "aten::max_pool3d_with_indices")
 def max_pool_with_indices(op: AtenOp, b: PrimBuilder) -> Sequence[SSAValue]:
     n = 3 if op.overload_name.startswith("aten::max_pool3d") else 2
-    x, t, k, s, p, d = _params(b, n, dilation=True)
+    # Symbolic sizes enter only as the bounds each tap is checked against and the
+    # plane's width in the flat index: both are scalars of the size expression.
+    x, t, k, s, p, d = _params(b, n, dilation=True, symbolic=True)
     if t.dtype in ("i1", "u8"):
         raise Decline(f"max pooling of {t.dtype}")
     out = b.out()

@@ -1,0 +1,69 @@
+"""Sizes computed in steps agree with the same size as torch writes it: nested floors
+flattened (dialects/types.flatten_floors), so a ResNet stem under dynamic=True compiles
+with no eager fallback."""
+
+from __future__ import annotations
+
+import warnings
+
+import sympy
+import torch
+from hypothesis import given, settings
+from hypothesis import strategies as st
+from torch import nn
+
+import strata
+from strata.dialects.types import dim_attr, flatten_floors, sym
+
+
+def test_two_stride_2_steps_print_as_one():
+    # strata's size after two stride-2 convolutions, and torch's ShapeEnv's
+    assert dim_attr(sym("floor(floor(s0/2 - 1/2)/2) + 1")) == dim_attr(sym("floor(s0/4 - 1/4) + 1"))
+    assert flatten_floors(sym("floor(floor(floor(s0/2)/2)/2)")) == sym("floor(s0/8)")
+
+
+def test_floors_that_do_not_nest_exactly_are_kept():
+    for text in ("floor(floor(s0/2)/2 + 1/4)", "floor(2*floor(s0/3)/3)", "floor(floor(s0/2)/2 + floor(s0/3)/2)"):
+        assert flatten_floors(sym(text)) == sym(text)
+
+
+@settings(max_examples=200, deadline=None)
+@given(
+    a=st.integers(1, 7), c=st.integers(-7, 7), d=st.integers(1, 7),
+    n=st.integers(1, 6), k=st.integers(-6, 6), m=st.integers(0, 3),
+)
+def test_flattened_floors_have_the_same_values(a, c, d, n, k, m):
+    s = sym("s0")
+    # floor(floor((a·s + c)/d)/n + k/n + m·s): flattened where k/n·n and m·s·n are integers
+    expr = sympy.floor(sympy.floor((a * s + c) / d) / n + sympy.Rational(k, n) + m * s)
+    flat = flatten_floors(expr)
+    assert flat.count(sympy.floor) <= 1
+    for value in range(0, 40):
+        assert int(flat.subs(s, value)) == int(expr.subs(s, value))
+
+
+def test_resnet_stem_under_dynamic_shapes_has_no_fallback():
+    torch.manual_seed(0)
+    stem = nn.Sequential(
+        nn.Conv2d(3, 8, 7, stride=2, padding=3), nn.ReLU(), nn.Conv2d(8, 8, 3, stride=2, padding=1), nn.MaxPool2d(3, 2, 1)
+    ).eval()
+    compiled = strata.compile(stem, dynamic=True)
+    with warnings.catch_warnings(), torch.no_grad():
+        warnings.simplefilter("error")  # an eager fallback warns
+        for h, w in ((32, 35), (48, 51), (37, 40), (5, 8)):
+            x = torch.randn(2, 3, h, w)
+            torch.testing.assert_close(compiled(x), stem(x), atol=1e-5, rtol=1e-5)
+
+
+def test_max_pool_indices_on_symbolic_sizes():
+    def pool(x):
+        return nn.functional.max_pool2d(x, 3, 2, 1, return_indices=True)
+
+    compiled = strata.compile(pool, dynamic=True)
+    with warnings.catch_warnings(), torch.no_grad():
+        warnings.simplefilter("error")
+        for h, w in ((9, 12), (16, 7), (23, 31)):
+            x = torch.randn(1, 2, h, w)
+            got, want = compiled(x), pool(x)
+            torch.testing.assert_close(got[0], want[0])
+            assert torch.equal(got[1], want[1])
