@@ -170,7 +170,7 @@ def flatten_floors(expr: sympy.Expr) -> sympy.Expr:
     A size computed in two steps (two stride-2 convolutions: floor(floor(s/2 − 1/2)/2)
     + 1) and the same size as torch's ShapeEnv writes it (floor(s/4 − 1/4) + 1) then
     print alike, so that the types of the ops meeting there agree."""
-    if not isinstance(expr, sympy.Basic) or sum(1 for _ in expr.atoms(sympy.floor)) < 2:
+    if not isinstance(expr, sympy.Basic) or len(expr.atoms(sympy.floor)) < 2:
         return expr
     return expr.replace(lambda e: isinstance(e, sympy.floor), _flatten_floor)
 
