@@ -118,33 +118,34 @@ def _same_sizes(a: torch.Size, b: torch.Size) -> bool:
     return len(a) == len(b) and all(_same(x, y) for x, y in zip(a, b))
 
 
-def _is_causal_complement(mask: Any, scores: torch.Tensor) -> bool:
-    """Whether `mask` is True exactly above the diagonal of `scores`' last two dims:
-    the complement of `ones(L, S).tril()` (any leading dims of size 1)."""
+def _causal_mask_nodes(mask: Any, scores: torch.Tensor) -> list[torch.fx.Node] | None:
+    """The nodes that build `mask` (last first) where it is True exactly above the
+    diagonal of `scores`' last two dims, the complement of `ones(L, S).tril()` (any
+    leading dims of size 1); None for any other mask."""
     name, args = _op(mask)
     if name == "logical_not":
         tri, want_bool = args["input"], True
     elif name == "eq" and isinstance(args["other"], int | float) and not isinstance(args["other"], bool) and args["other"] == 0:
         tri, want_bool = args["input"], False
     else:
-        return False
+        return None
     name, args = _op(tri)
     if name != "tril" or args["diagonal"] != 0:
-        return False
+        return None
     ones = args["input"]
     if _op(ones)[0] != "ones":
-        return False
+        return None
     value = _example(ones)
     if not isinstance(value, torch.Tensor) or value.dim() < 2 or value.device != scores.device:
-        return False
+        return None
     if want_bool and value.dtype != torch.bool:
-        return False  # `~` of a number is a bitwise not, not a mask
-    leading = value.shape[:-2]
-    return (
+        return None  # `~` of a number is a bitwise not, not a mask
+    fits = (
         value.dim() <= scores.dim()
-        and all(_same(d, 1) for d in leading)
+        and all(_same(d, 1) for d in value.shape[:-2])
         and _same_sizes(value.shape[-2:], scores.shape[-2:])
     )
+    return [mask, tri, ones] if fits else None
 
 
 def _scale(name: str | None, args: dict[str, Any]) -> float | None:
@@ -216,19 +217,13 @@ def _match(out: torch.fx.Node, autocast: dict) -> tuple[dict[str, Any], list[tor
         return None
     if not (_same(qv.shape[-1], ktv.shape[-2]) and _same(ktv.shape[-1], vv.shape[-2])):
         return None
-    if causal and not _is_causal_complement(mask, sv):
+    made = _causal_mask_nodes(mask, sv) if causal else []
+    if made is None:
         return None
     wanted = autocast.get(out, {}).get(qv.device.type) or qv.dtype
     if ov.dtype != wanted:
         return None  # autocast would give sdpa's result another dtype
-    made = _mask_nodes(mask) if causal else []
     return {"q": q, "kt": kt, "v": v, "is_causal": causal, "scale": scale, "mask": made}, chain
-
-
-def _mask_nodes(mask: torch.fx.Node) -> list[torch.fx.Node]:
-    """The nodes that build a causal mask (checked by _is_causal_complement), last first."""
-    tri = _op(mask)[1]["input"]
-    return [mask, tri, _op(tri)[1]["input"]]
 
 
 def recognize_attention(gm: torch.fx.GraphModule) -> int:
