@@ -31,15 +31,22 @@ def _fuse():
     return FusePass
 
 
+def _coalesce_dims():
+    from strata.passes.coalesce_dims import CoalesceDimsPass
+
+    return CoalesceDimsPass
+
+
 PASSES: dict[str, Callable[[], type[ModulePass]]] = {
     "infer-shapes": _infer_shapes,
     "decompose": _decompose,
     "simplify": _simplify,
     "fuse": _fuse,
+    "coalesce-dims": _coalesce_dims,
 }
 
 # The pipeline a torch.compile call runs, by pass name.
-DEFAULT_PIPELINE = ("infer-shapes", "decompose", "simplify", "infer-shapes", "fuse")
+DEFAULT_PIPELINE = ("infer-shapes", "decompose", "simplify", "infer-shapes", "fuse", "coalesce-dims")
 
 
 # strata's dialects by name; each loads on first use (see dialects/context.py).

@@ -63,7 +63,7 @@ def test_report_lists_kernels_with_their_aten_ops_and_lines(explained):
     assert first.kind == "forward" and first.eager_reason is None
     ln1 = _block_line("self.ln1(x)")
     norm = next(k for k in first.kernels if "aten.native_layer_norm.default" in k.aten_ops)
-    assert norm.domain == "[2, 7] x reduce [32]"
+    assert norm.domain == "[14] x reduce [32]"  # (batch, token) walked as one dim (coalesce-dims)
     assert any(loc.endswith(f"models.py:{ln1} in forward") for loc in norm.locations)
     assert f"native_layer_norm  @ models.py:{ln1} in forward" in text
     # The written-out attention (matmul, mask, softmax, matmul) is one library call.
@@ -80,7 +80,7 @@ def test_report_counts_ops_per_level_and_times_each_pass(explained):
     assert first.ops["prim"]["prim"] > first.ops["aten"]["aten"] and "aten" not in first.ops["prim"]
     assert first.ops["kernel"]["kernel"] > 0
     names = [name for name, _ in first.pass_times]
-    assert names == ["infer-shapes", "decompose", "simplify", "infer-shapes", "fuse"]
+    assert names == ["infer-shapes", "decompose", "simplify", "infer-shapes", "fuse", "coalesce-dims"]
     assert all(s > 0 for _, s in first.pass_times) and first.codegen_s > 0
     assert "compile time    import" in text and "decompose" in text and "codegen" in text
 

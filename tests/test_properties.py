@@ -43,8 +43,12 @@ PASS_INPUTS: dict[str, tuple[str, ...]] = {
     "decompose": ("aten",),
     "simplify": ("prim", "decomposed"),
     "fuse": ("prim", "decomposed"),
+    "coalesce-dims": ("fused",),
 }
-PREPARE = {"aten": [], "prim": [], "decomposed": ["infer-shapes", "decompose"]}
+PREPARE = {"aten": [], "prim": [], "decomposed": ["infer-shapes", "decompose"], "fused": ["fuse"]}
+GENERATED_AS = {"decomposed": "aten", "fused": "prim"}  # the programs drawn for a kind
+# What turns a prim program into the kernels the code generators get.
+KERNEL_PIPELINE = ["fuse", "coalesce-dims"]
 
 CODEGENS = ("llvm", "triton")
 
@@ -58,7 +62,7 @@ def remember(program: Program, options: str) -> None:
 
 
 def inputs_of(kind: str) -> st.SearchStrategy[Program]:
-    return sst.programs("aten" if kind == "decomposed" else kind)
+    return sst.programs(GENERATED_AS.get(kind, kind))
 
 
 def prepared(program: Program, kind: str) -> Program:
@@ -156,14 +160,15 @@ def test_default_pipeline_keeps_values(program):
 def test_codegen_matches_kernel_interpreter(codegen, data):
     program = data.draw(sst.prim_programs(), label="program")
     assume(known_bug(program) is None)
-    remember(program, f"-p fuse --check-codegen {codegen}")
+    passes = ",".join(KERNEL_PIPELINE)
+    remember(program, f"-p {passes} --check-codegen {codegen}")
     module = program.module.clone()
     try:
-        run_pipeline(module, ["fuse"])
+        run_pipeline(module, KERNEL_PIPELINE)
         problem = check_codegen(module, codegen, program.spec)
     except Exception as e:
-        problem = f"fuse fails: {type(e).__name__}: {str(e).split(chr(10) * 2)[0]}"
-    assert problem is None, report(program, f"-p fuse --check-codegen {codegen}", problem)
+        problem = f"{passes} fails: {type(e).__name__}: {str(e).split(chr(10) * 2)[0]}"
+    assert problem is None, report(program, f"-p {passes} --check-codegen {codegen}", problem)
 
 
 @pytest.mark.parametrize(

@@ -6,10 +6,10 @@
 //
 // RUN: strata-opt %S/../Inputs/transformer_block.aten.mlir --default-pipeline > %t.strata
 // RUN: filecheck %s --input-file %t.strata
-// RUN: xdsl-opt %S/../Inputs/transformer_block.aten.mlir -p infer-shapes,decompose,simplify,infer-shapes,fuse > %t.xdsl
+// RUN: xdsl-opt %S/../Inputs/transformer_block.aten.mlir -p infer-shapes,decompose,simplify,infer-shapes,fuse,coalesce-dims > %t.xdsl
 // RUN: diff %t.strata %t.xdsl
 
-// CHECK:       kernel.func @k0 attributes {pointwise = ["s77", "s27"], reduction = [32 : i64]
+// CHECK:       kernel.func @k0 attributes {pointwise = ["s27*s77"], reduction = [32 : i64]
 // CHECK-SAME:    symbols = ["s27", "s77"], sources = ["aten.native_layer_norm.default
 // CHECK:         kernel.reduce "sum"
 // CHECK:       kernel.func @k1
