@@ -587,17 +587,21 @@ def _only_viewed_by_library_calls(v: SSAValue) -> bool:
     """Whether only views of v are read, and only by library calls: then v may keep the
     strides its library call gave it. Kernels read their operands as contiguous
     buffers, and a graph result keeps the layout eager gives it."""
-    for use in v.uses:
-        user = use.operation
-        if not isinstance(user, prim.VIEW_OPS):
+    return bool(v.uses) and all(
+        isinstance(use.operation, prim.VIEW_OPS) and _views_read_by_library_calls(use.operation.results[0])
+        for use in v.uses
+    )
+
+
+def _views_read_by_library_calls(view: SSAValue) -> bool:
+    """Whether no kernel and no graph result reads `view`, or a view of it."""
+    for use in view.uses:
+        reader = use.operation
+        if isinstance(reader, kd.LaunchOp | kd.ReturnOp):
             return False
-        for view_use in user.results[0].uses:
-            reader = view_use.operation
-            if isinstance(reader, kd.LaunchOp | kd.ReturnOp):
-                return False
-            if isinstance(reader, prim.VIEW_OPS) and not _only_viewed_by_library_calls(reader.results[0]):
-                return False
-    return bool(v.uses)
+        if isinstance(reader, prim.VIEW_OPS) and not _views_read_by_library_calls(reader.results[0]):
+            return False
+    return True
 
 
 def _static_library_call(

@@ -103,6 +103,12 @@ def test_sdpa_layout_as_torch_makes_it(monkeypatch):
     want = _heads_attention(x, w_in, w_out, mask)
     for g, w in zip(got, want):
         torch.testing.assert_close(g, w, atol=1e-5, rtol=1e-5)
+    # One copy a call, for the kernel that reads o2 (the transposes of `bshd` are
+    # traced into the graph: its kernels). o reaches the projection through a transpose
+    # and a reshape, both views: made contiguous first, they were two more copies.
+    with torch.no_grad(), torch.profiler.profile() as prof:
+        compiled(x, w_in, w_out, mask)
+    assert sum(e.count for e in prof.key_averages() if e.key == "aten::clone") == 1
 
 
 def test_a_boolean_mask_is_made_additive_once_for_all_calls(tmp_path):
