@@ -83,7 +83,10 @@ def _merge(e: sympy.Expr, outer: sympy.Symbol, inner: sympy.Symbol, inner_extent
     read the pair that way."""
     if outer not in e.free_symbols and inner not in e.free_symbols:
         return e
-    c_outer, c_inner = sympy.diff(e, outer), sympy.diff(e, inner)
+    try:
+        c_outer, c_inner = sympy.diff(e, outer), sympy.diff(e, inner)
+    except Exception:  # a function sympy cannot differentiate (torch's FloorToInt, …)
+        return None
     if any(_LOOP_VAR.match(s.name) for c in (c_outer, c_inner) for s in c.free_symbols):
         return None  # not affine in the pair (a floor, a product of loop variables)
     rest = sympy.expand(e - c_outer * outer - c_inner * inner)
