@@ -26,7 +26,7 @@ import time
 import torch
 
 sys.path.insert(0, os.path.dirname(__file__))
-from cpu_suite import ConvBlock  # noqa: E402
+from cpu_suite import cases  # noqa: E402
 
 import strata  # noqa: E402
 
@@ -46,12 +46,7 @@ def main() -> None:
     a = p.parse_args()
     if a.keep_heap:
         keep_heap()
-    torch.manual_seed(0)
-    block = ConvBlock(64).eval()
-    for bn in (block.bn1, block.bn2):
-        bn.running_mean.uniform_(-0.5, 0.5)
-        bn.running_var.uniform_(0.5, 2.0)
-    x = torch.randn(8, 64, 28, 28)
+    block, (x,) = next((fn, args) for name, _, fn, args, _ in cases() if name == "resnet_block")
     contenders = {"eager": block, "inductor": torch.compile(block), "strata": strata.compile(block)}
     times = {k: [] for k in contenders}
     faults = {k: [] for k in contenders}

@@ -30,6 +30,7 @@ eager fallbacks (aten ops no lowering covers), ending in `kernel.return`.
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Sequence
 
 import sympy
@@ -91,6 +92,43 @@ def loop_vars(kind: str, n: int) -> list[sympy.Symbol]:
 
 def parse_index(text: str) -> sympy.Expr:
     return sym(text)
+
+
+@functools.lru_cache(maxsize=8192)
+def stride_along(index: str, var: str) -> sympy.Expr | None:
+    """How far `index` moves when loop variable `var` grows by one: 0 if it does not
+    name var, an expression free of var if index is affine in it, else None. (Asked
+    for every access and candidate variable of every kernel: with symbolic sizes the
+    general difference below was most of the CPU back end's planning time.)"""
+    expr = sym(index)
+    v = sym(var)
+    if v not in expr.free_symbols:
+        return sympy.Integer(0)
+    if any(v in f.free_symbols for f in expr.atoms(*_PIECEWISE)):
+        return None  # v under a floor, Mod, …: the step changes with v
+    step = _affine_coefficient(expr, v)
+    if step is None:
+        step = sympy.expand(expr.subs(v, v + 1) - expr)
+    if v in step.free_symbols or step.atoms(*_PIECEWISE):
+        return None
+    return step
+
+
+_PIECEWISE = (sympy.floor, sympy.ceiling, sympy.Mod, sympy.Max, sympy.Min)
+
+
+def _affine_coefficient(expr: sympy.Expr, v: sympy.Symbol) -> sympy.Expr | None:
+    """The c of `expr = c*v + rest` when every term naming v is a product of v and
+    factors free of it (the common case, answered without expanding); else None."""
+    step = sympy.Integer(0)
+    for term in sympy.Add.make_args(expr):
+        if v not in term.free_symbols:
+            continue
+        coefficient, rest = term.as_independent(v, as_Add=False)
+        if rest != v:
+            return None
+        step += coefficient
+    return step
 
 
 class IndexedOp(IRDLOperation):

@@ -29,6 +29,7 @@ from xdsl.dialects.builtin import ModuleOp, StringAttr
 from xdsl.passes import ModulePass
 
 from strata.dialects import kernel as kd
+from strata.dialects.kernel import stride_along
 from strata.dialects.prim import dims_attr
 from strata.dialects.types import Dim, sym
 
@@ -83,18 +84,15 @@ def _merge(e: sympy.Expr, outer: sympy.Symbol, inner: sympy.Symbol, inner_extent
     read the pair that way."""
     if outer not in e.free_symbols and inner not in e.free_symbols:
         return e
-    try:
-        c_outer, c_inner = sympy.diff(e, outer), sympy.diff(e, inner)
-    except Exception:  # a function sympy cannot differentiate (torch's FloorToInt, …)
-        return None
+    text = sympy.sstr(e)
+    c_outer, c_inner = stride_along(text, outer.name), stride_along(text, inner.name)
+    if c_outer is None or c_inner is None:
+        return None  # not affine in the pair (under a floor or a Mod)
     if any(_LOOP_VAR.match(s.name) for c in (c_outer, c_inner) for s in c.free_symbols):
-        return None  # not affine in the pair (a floor, a product of loop variables)
-    rest = sympy.expand(e - c_outer * outer - c_inner * inner)
-    if outer in rest.free_symbols or inner in rest.free_symbols:
-        return None
+        return None  # a product of loop variables
     if sympy.expand(c_outer - inner_extent * c_inner) != 0:
         return None
-    return rest + c_inner * outer
+    return sympy.expand(e - c_outer * outer - c_inner * inner) + c_inner * outer
 
 
 def _renumber(e: sympy.Expr, var, first: int, count: int) -> sympy.Expr:
