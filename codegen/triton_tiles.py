@@ -89,15 +89,25 @@ def persistent_fits(rnumel: int, layout: str, passes: int = 1) -> bool:
 # softmax: 40.5 us at 4 warps, 51.8 at 16; bf16 layer norm 44.8 against 52.6; and
 # 1024 to 2048-long bf16 rows 10-20% faster at 1-2 warps than at 4-8).
 MIN_PER_THREAD = {1: 32, 2: 32, 4: 8, 8: 8}
+# A row kernel that loads this many rows or more (layer norm: x, weight and bias) keeps
+# 32 elements a thread whatever their size, over rows of at least MANY_ROWS_MIN_R
+# elements and at least as many rows (what was measured: fewer warps a row must still
+# fill the GPU). H200, f32 layer norm, x-block 1 (the sweep of 2026-11-23): 8192x4096
+# 70.1 us at 4 warps against 71.3 at 16, 16384x2048 70.9 against 72.1 at 8, 4096x8192
+# unchanged (8 warps), 32768x1024 alike at 1 and 4 warps (68.5, 68.7); f32 softmax
+# (one row) keeps 8 (8192x4096: 69.2 at 16 warps, 70.5 at 4).
+MANY_ROWS = 3
+MANY_ROWS_PER_THREAD = 32
+MANY_ROWS_MIN_R = 2048
 
 
-def persistent_warps(elements: int, loads: int, itemsize: int = 4) -> int:
+def persistent_warps(elements: int, loads: int, itemsize: int = 4, least: int | None = None) -> int:
     """Warps for a persistent tile of `elements` (of `itemsize` bytes): as many as
-    keep at least MIN_PER_THREAD elements a thread (so that each thread's loads are
-    wide and several are in flight) and MIN_RESIDENT programs a multiprocessor, by an
-    estimate of the registers a thread needs: the elements of each row it loads,
-    plus bookkeeping."""
-    least = MIN_PER_THREAD.get(itemsize, 8)
+    keep at least `least` elements a thread (default MIN_PER_THREAD's; so that each
+    thread's loads are wide and several are in flight) and MIN_RESIDENT programs a
+    multiprocessor, by an estimate of the registers a thread needs: the elements of
+    each row it loads, plus bookkeeping."""
+    least = least or MIN_PER_THREAD.get(itemsize, 8)
     for warps in (16, 8, 4, 2, 1):
         per_thread = elements // (32 * warps)
         registers = loads * per_thread + 24
@@ -121,15 +131,18 @@ def reduction_tile(xnumel: int, rnumel: int, layout: str = "inner", splittable: 
     if persistent_fits(rnumel, layout, passes):
         # inner rows: about 1024 elements a tile (one row of 1024 or more, 8 elements a
         # thread); outer or mixed rows: a few columns, whole
+        least = None
         if layout == "inner":
             xblock = min(max(1, 1024 // rblock), xcap, 1024)
+            if loads >= MANY_ROWS and rblock >= MANY_ROWS_MIN_R and xnumel >= MANY_ROWS_MIN_R:
+                least = max(MANY_ROWS_PER_THREAD, MIN_PER_THREAD.get(itemsize, 8))
         elif rblock <= 256:
             xblock = min(max(32, 4096 // rblock), xcap, 1024)
         else:
             # columns of 4 (16 bytes) for rows up to 4096, 8 for longer ones: H200, a
             # softmax over dim 0 of [8192, 4096]: 202 us at 8 columns, 281 at 4, 422 at 2
             xblock = min(8 if rblock >= 8192 else max(4, 16384 // rblock), xcap)
-        return Tile(True, xblock, rblock, persistent_warps(xblock * rblock, loads, itemsize))
+        return Tile(True, xblock, rblock, persistent_warps(xblock * rblock, loads, itemsize, least))
     if layout == "inner":
         return Tile(False, 1, 2048, 8)
     xblock = min(64 if layout == "outer" else 32, xcap)
