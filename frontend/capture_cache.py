@@ -14,7 +14,9 @@ kernel-level program with the declines its decompositions gave.
 Only a compile whose AOTAutograd wrapper would do nothing is stored: an inference
 graph, every input a plain tensor or size passed straight through (no parameter
 lifted, no effect token), no input mutated, no output aliasing an input or another
-output, no constant tensor, no as_strided storage-offset guard, every output a tensor.
+output, no as_strided storage-offset guard, every output a tensor. Constant tensors
+the graph makes (a torch.tensor([]) in its code) are stored beside the program when
+small.
 Anything else is compiled the usual way every time. `options={"graph_cache": False}`
 turns this cache off with the graph cache.
 """
@@ -46,6 +48,7 @@ class Capture:
     program: str | None = None  # the lowered module's program and kernels (dialects/kernel_text.py)
     kernels: list = field(default_factory=list)
     declines: list = field(default_factory=list)
+    constants: list = field(default_factory=list)  # small constant tensors, as data (keep_constants)
     cacheable: bool = True
     why_not: str = ""
 
@@ -110,7 +113,7 @@ def key(gm: torch.fx.GraphModule, example_inputs: Sequence[Any], options: dict[s
         torch.are_deterministic_algorithms_enabled(),
         *[(torch.is_autocast_enabled(d), str(torch.get_autocast_dtype(d))) for d in ("cpu", "cuda")],
     )
-    settings = json.dumps({k: repr(v) for k, v in sorted(options.items()) if not k.startswith("trace.")})
+    settings = json.dumps({k: repr(v) for k, v in sorted(options.items()) if not k.startswith("trace.") and k != "dynamo_cache"})
     return cache.cache_key(KIND, gm.code, repr(inputs), ranges, repr(state), settings, source_digest())
 
 
@@ -173,20 +176,56 @@ def check_wrapper(gm: torch.fx.GraphModule, example_inputs: Sequence[Any], captu
         return capture.refuse("a tensor subclass input")
 
 
-def read(capture_key: str) -> tuple[str, list, list] | None:
-    """(program text, KernelTexts, declines) stored under the key, or None."""
+def read(capture_key: str) -> tuple[str, list, list, list[torch.Tensor]] | None:
+    """(program text, KernelTexts, declines, constant tensors) stored under the key, or None."""
     from strata.runtime.graph_cache import read_program
 
-    return read_program(KIND, capture_key)
+    hit = read_program(KIND, capture_key, with_constants=True)
+    if hit is None:
+        return None
+    program, kernels, declines, constants = hit
+    try:
+        return program, kernels, declines, [_decode(c) for c in constants]
+    except Exception as e:  # noqa: BLE001 - a foreign entry: compile afresh
+        log.info("capture cache entry %s has unreadable constants (%s: %s)", capture_key, type(e).__name__, e)
+        return None
 
 
-def write(capture_key: str, capture: Capture) -> None:
+def write(capture_key: str, capture: Capture) -> bool:
+    """Stores the capture if it is cacheable; returns whether it was."""
     if not capture.cacheable or capture.program is None:
         log.info("capture not cached: %s", capture.why_not or "no forward graph was compiled")
-        return
+        return False
     from strata.runtime.graph_cache import write_program
 
-    write_program(KIND, capture_key, capture.program, capture.kernels, capture.declines)
+    write_program(KIND, capture_key, capture.program, capture.kernels, capture.declines, capture.constants)
+    return True
+
+
+# Constant tensors AOTAutograd lifted out of the graph (GPT-2's empty key/value caches,
+# torch.tensor([]) in transformers' DynamicCache) are a function of the captured
+# graph's code, which is in the key: small ones are stored with the program.
+_CONSTANT_ELEMENTS = 4096
+_CONSTANT_DTYPES = {str(d): d for d in (torch.float64, torch.float32, torch.float16, torch.bfloat16, torch.int64,
+                                         torch.int32, torch.int16, torch.int8, torch.uint8, torch.bool)}
+
+
+def keep_constants(capture: Capture, constants: Sequence[torch.Tensor]) -> None:
+    """Stores the graph's constant tensors with the capture, or refuses it."""
+    for c in constants:
+        if (type(c) is not torch.Tensor or str(c.dtype) not in _CONSTANT_DTYPES or c.numel() > _CONSTANT_ELEMENTS
+                or not c.is_contiguous() or c.storage_offset() or c.requires_grad):
+            return capture.refuse("a constant tensor that is large, strided, of a subclass or of another dtype")
+    from torch.utils._mode_utils import no_dispatch
+
+    with no_dispatch():  # the compile runs under AOTAutograd's fake mode; these are real
+        capture.constants = [{"dtype": str(c.dtype), "shape": list(c.shape), "device": str(c.device),
+                              "values": c.detach().cpu().flatten().tolist()} for c in constants]
+
+
+def _decode(c: dict) -> torch.Tensor:
+    values = torch.tensor(c["values"], dtype=_CONSTANT_DTYPES[c["dtype"]])
+    return values.reshape(c["shape"]).to(c["device"])
 
 
 def as_dynamo_callable(boxed: Callable[[list], list]) -> Callable:

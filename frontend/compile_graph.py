@@ -275,11 +275,12 @@ def _compile(gm, example_inputs, options, number: int, compile_id: str | None, k
     safe = guarded(call, gm)  # eager where as_strided's input moved in its storage
     capture = capture_cache.current()
     if capture is not None and kind == "forward":
-        if imported.constants or imported.effect_tokens or safe is not call:
-            capture.refuse("constant tensors, effect tokens or a storage-offset guard")
+        if imported.effect_tokens or safe is not call:
+            capture.refuse("effect tokens or a storage-offset guard")
         elif list(imported.outputs) != list(range(len(imported.outputs))):
             capture.refuse("an output that is not a tensor the program makes")
         else:
+            capture_cache.keep_constants(capture, imported.constants)
             capture_cache.check_wrapper(gm, example_inputs, capture)
         capture.declines = declines
     return _boxed(safe)
@@ -295,11 +296,12 @@ def _in_cuda_graph(call: Callable[[list], list], module: ModuleOp, device: torch
     return call
 
 
-def compile_captured(program: str, kernels: list[kernel_text.KernelText], declines: list, example_inputs: Sequence[Any],
-                     options: dict[str, Any]) -> Callable:
+def compile_captured(program: str, kernels: list[kernel_text.KernelText], declines: list, constants: list[torch.Tensor],
+                     example_inputs: Sequence[Any], options: dict[str, Any]) -> Callable:
     """The compiled callable (boxed) for a program the capture cache stored
     (frontend/capture_cache.py): no import, no pipeline, only kernels to load, each by
-    its text (a kernel.func is parsed only where its code generator's cache misses)."""
+    its text (a kernel.func is parsed only where its code generator's cache misses).
+    The graph's constant tensors follow the arguments, as graph_outputs passes them."""
     from strata.dialects.context import parse_module
 
     number = next(_graph_numbers)
@@ -311,7 +313,7 @@ def compile_captured(program: str, kernels: list[kernel_text.KernelText], declin
         trace = Trace(options, number)
         compile_kernel = kernel_compiler(codegen, device, trace, None, options["max_autotune"])
         compiled = CompiledGraph(module, compile_kernel, device, funcs={k.name: k for k in kernels})
-        call = _on_device(lambda args: compiled(list(args)), example_inputs, device)
+        call = _on_device(lambda args: compiled(list(args) + constants), example_inputs, device)
         cache_log.info("graph: hit (the whole compile read from the capture cache)")
         return _boxed(_in_cuda_graph(call, module, device, "forward", options))
 

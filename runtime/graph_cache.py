@@ -49,43 +49,50 @@ def source_digest() -> str:
 
 
 def key(aten_text: str, pipeline: list[str], codegen: str, device: str, options: dict) -> str:
-    """Every option but tracing's and capture_cache is part of the key: any of them may change what the
+    """Every option but tracing's and the caches' is part of the key: any of them may change what the
     passes do (fallback_random keeps random ops eager, for one)."""
-    settings = json.dumps({k: repr(v) for k, v in sorted(options.items()) if not k.startswith("trace.") and k != "capture_cache"})
+    settings = json.dumps({k: repr(v) for k, v in sorted(options.items())
+                           if not k.startswith("trace.") and k not in ("capture_cache", "dynamo_cache")})
     return cache.cache_key(KIND, aten_text, ",".join(pipeline), codegen, device, settings, source_digest())
 
 
-def read_program(kind: str, key: str) -> tuple[str, list[KernelText], list[tuple[str, str | None, str]]] | None:
+def read_program(kind: str, key: str, with_constants: bool = False) -> tuple | None:
     """The program text, kernels and declines stored under `key` in the cache folder
-    `kind`, or None: a missing entry, or one that does not decode or whose text does not
-    match its digest (a corrupt or foreign entry: the caller compiles afresh)."""
+    `kind` (and the constants stored beside them, with_constants), or None: a missing
+    entry, or one that does not decode or whose text does not match its digest (a
+    corrupt or foreign entry: the caller compiles afresh)."""
     data = cache.read(kind, key, SUFFIX)
     if data is None:
         return None
     try:
         entry = json.loads(data)
-        program, kernels = entry["program"], entry["kernels"]
-        if _digest(program, kernels) != entry["digest"]:
+        program, kernels, constants = entry["program"], entry["kernels"], entry.get("constants", [])
+        if _digest(program, kernels, constants) != entry["digest"]:
             raise ValueError("the entry's digest does not match its text")
         declines = [(str(a), None if b is None else str(b), str(c)) for a, b, c in entry["declines"]]
-        return str(program), [KernelText.from_json(k) for k in kernels], declines
+        found = str(program), [KernelText.from_json(k) for k in kernels], declines
+        return (*found, constants) if with_constants else found
     except Exception as e:  # noqa: BLE001
         log.info("%s cache entry %s is unreadable (%s: %s); compiling afresh", kind, key, type(e).__name__, e)
         return None
 
 
-def write_program(kind: str, key: str, program: str, kernels: list[KernelText], declines: list) -> None:
+def write_program(kind: str, key: str, program: str, kernels: list[KernelText], declines: list,
+                  constants: list | None = None) -> None:
     stored = [k.to_json() for k in kernels]
-    entry = {"program": program, "kernels": stored, "digest": _digest(program, stored),
+    entry = {"program": program, "kernels": stored, "digest": _digest(program, stored, constants),
              "declines": [list(d) for d in declines]}
+    if constants:
+        entry["constants"] = constants
     try:
         cache.write(kind, key, SUFFIX, json.dumps(entry).encode())
     except OSError:
         pass  # the cache is an optimization: an unwritable cache directory costs time only
 
 
-def _digest(program: str, kernels: list[dict]) -> str:
-    return hashlib.sha256(json.dumps([program, kernels], sort_keys=True).encode()).hexdigest()
+def _digest(program: str, kernels: list[dict], constants: list | None = None) -> str:
+    parts = [program, kernels, constants] if constants else [program, kernels]
+    return hashlib.sha256(json.dumps(parts, sort_keys=True).encode()).hexdigest()
 
 
 def read(graph_key: str) -> tuple[str, list[KernelText], list[tuple[str, str | None, str]]] | None:

@@ -178,3 +178,21 @@ def test_a_kernel_missing_from_the_kernel_cache_is_parsed_and_compiled(monkeypat
         again, imported = _compile(_block, args, monkeypatch)
     assert imported == 0 and capture_cache.cache.writes > writes  # kernels generated again
     torch.testing.assert_close(again, first)
+
+
+def test_small_constant_tensors_are_stored_with_the_program(monkeypatch):
+    """A tensor the graph's code makes (GPT-2's torch.tensor([]) key/value caches) is a
+    constant AOTAutograd lifts out of the graph: stored beside the program, read back."""
+
+    def with_constant(x, w, b):
+        return _block(x, w, b) + torch.tensor([0.5, 1.5, -2.0, 0.25] * 4)
+
+    args = _inputs()
+    with torch.no_grad():
+        first, imported = _compile(with_constant, args, monkeypatch)
+        assert imported == 1 and len(_entries()) == 1
+        assert '"constants"' in _entries()[0].read_text()
+        again, imported = _compile(with_constant, args, monkeypatch)
+    assert imported == 0
+    torch.testing.assert_close(again, first)
+    torch.testing.assert_close(again, with_constant(*args))
