@@ -44,9 +44,17 @@ def compile(
     from strata.frontend.backend import make_backend
 
     backend = make_backend(mode, options)
-    if model is None:
-        return lambda m: torch.compile(m, fullgraph=fullgraph, dynamic=dynamic, backend=backend, disable=disable)
-    return torch.compile(model, fullgraph=fullgraph, dynamic=dynamic, backend=backend, disable=disable)
+
+    def compile_one(m: Callable):
+        if backend.options["dynamo_cache"] and not disable:
+            from strata.frontend import dynamo_cache
+
+            compiled = dynamo_cache.compile(m, backend, backend.options, fullgraph, dynamic)
+            if compiled is not None:  # None: this torch lacks the machinery (it warned)
+                return compiled
+        return torch.compile(m, fullgraph=fullgraph, dynamic=dynamic, backend=backend, disable=disable)
+
+    return compile_one if model is None else compile_one(model)
 
 
 def list_options() -> dict[str, Any]:

@@ -9,18 +9,16 @@ backward when gradients are needed), each compiled by compile_graph.
 from __future__ import annotations
 
 import functools
+import warnings
 from typing import Any
 
 import torch
-from torch._decomp import core_aten_decompositions
-from torch._dynamo.backends.common import aot_autograd
-from torch._functorch.partitioners import min_cut_rematerialization_partition
 
 from strata.frontend import options as opts
 from strata.frontend.attention import is_training, keep_attention_whole
 from strata.frontend.attention_pattern import recognize_attention
 from strata.frontend.attention_training import attention_for_training
-from strata.frontend import capture_cache
+from strata.frontend import capture_cache, dynamo_cache
 from strata.frontend.compile_graph import compile_captured, compile_graph
 from strata.frontend.specialized_floats import mark_specialized_floats
 
@@ -28,14 +26,25 @@ from strata.frontend.specialized_floats import mark_specialized_floats
 def make_backend(mode: str | None = None, options: dict[str, Any] | None = None):
     """A Dynamo backend with these settings (options are checked now, not at first call)."""
     resolved = opts.resolve(mode, options)
-    backend = aot_autograd(
-        fw_compiler=functools.partial(_compile_graph_with, resolved, "forward"),
-        bw_compiler=functools.partial(_compile_graph_with, resolved, "backward"),
-        # What the forward saves for the backward: a min-cut that recomputes cheap
-        # pointwise values instead of keeping them alive.
-        partition_fn=min_cut_rematerialization_partition,
-        decompositions=_core_aten_decompositions(),
-    )
+
+    # Imported when first needed: a compile served whole by the caches (dynamo_cache)
+    # never runs AOTAutograd, whose import is a tenth of a second.
+    @functools.cache
+    def aot():
+        from torch._dynamo.backends.common import aot_autograd
+        from torch._functorch.partitioners import min_cut_rematerialization_partition
+
+        return aot_autograd(
+            fw_compiler=functools.partial(_compile_graph_with, resolved, "forward"),
+            bw_compiler=functools.partial(_compile_graph_with, resolved, "backward"),
+            # What the forward saves for the backward: a min-cut that recomputes cheap
+            # pointwise values instead of keeping them alive.
+            partition_fn=min_cut_rematerialization_partition,
+            decompositions=_core_aten_decompositions(),
+        )
+
+    def backend(gm: torch.fx.GraphModule, example_inputs):
+        return aot()(gm, example_inputs)
 
     def strata(gm: torch.fx.GraphModule, example_inputs):
         mark_specialized_floats(example_inputs)  # no second Dynamo trace for them
@@ -48,15 +57,18 @@ def make_backend(mode: str | None = None, options: dict[str, Any] | None = None)
         if key is not None:
             hit = capture_cache.read(key)
             if hit is not None:
+                dynamo_cache.record(gm, key, example_inputs, resolved)
                 return capture_cache.as_dynamo_callable(compile_captured(*hit, example_inputs, resolved))
         keep_attention_whole(gm)
         if key is None:
             return backend(gm, example_inputs)
         with capture_cache.capturing() as capture:
             compiled = backend(gm, example_inputs)
-        capture_cache.write(key, capture)
+        if capture_cache.write(key, capture):
+            dynamo_cache.record(gm, key, example_inputs, resolved)
         return compiled
 
+    strata.options = resolved
     return strata  # the name torch prints in its logs
 
 
@@ -68,6 +80,8 @@ _KEPT_WHOLE = ("addcdiv", "addcmul")
 @functools.cache
 def _core_aten_decompositions() -> dict:
     """torch builds this table anew on each call (a fifth of a second): once per process."""
+    from torch._decomp import core_aten_decompositions
+
     table = core_aten_decompositions()
     for name in _KEPT_WHOLE:
         table.pop(getattr(torch.ops.aten, name).default, None)
@@ -94,4 +108,7 @@ def _compile_graph_with(options: dict[str, Any], kind: str, gm: torch.fx.GraphMo
 
 def strata_backend(gm: torch.fx.GraphModule, example_inputs, mode: str | None = None, options: dict[str, Any] | None = None):
     """The entry point torch calls for backend="strata" (mode and options from torch.compile)."""
+    if (options or {}).get("dynamo_cache"):
+        # Dynamo has traced by the time a backend is called: only strata.compile can load.
+        warnings.warn("strata: dynamo_cache works through strata.compile only; torch.compile ignores it")
     return make_backend(mode, options)(gm, example_inputs)

@@ -1,0 +1,186 @@
+"""options={"dynamo_cache": True} (frontend/dynamo_cache.py): a second process compiling
+the same model loads Dynamo's bytecode and guards instead of tracing, gives the same
+results, still recompiles where the guards say so, and never reuses an entry for a
+model that changed, a corrupt file or a graph it cannot rebuild.
+
+Each scenario is a child process with its own cache folders (STRATA_CACHE_DIR,
+TORCHINDUCTOR_CACHE_DIR), running the script below; independent children run side by
+side."""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import subprocess
+import sys
+import textwrap
+
+import pytest
+
+CHILD = textwrap.dedent('''
+    import json, sys, warnings
+    import torch
+    import strata
+    from torch._dynamo.utils import counters
+
+    class Net(torch.nn.Module):
+        def __init__(self, act):
+            super().__init__()
+            self.lin = torch.nn.Linear(8, 16)
+            self.act = act
+            self.norm = torch.nn.LayerNorm(16)
+
+        def forward(self, x):
+            return self.norm(self.act(self.lin(x)))
+
+    def fn(x, y):
+        return torch.softmax(x @ y, dim=-1) * 2
+
+    def broken(x):
+        y = torch.sin(x) + 1
+        torch._dynamo.graph_break()  # a resume function, compiled as a frame of its own
+        return torch.cos(y) * 2
+
+    def model(act):
+        torch.manual_seed(0)
+        return Net(act).eval()
+
+    def inputs(dtype=torch.float32):
+        torch.manual_seed(1)
+        return torch.randn(4, 8, dtype=dtype), torch.randn(8, 5, dtype=dtype)
+
+    def snapshot():
+        return {"graphs": counters["stats"]["unique_graphs"], **counters["dynamo_cache"]}
+
+    ON = {"dynamo_cache": True}
+    scenario = sys.argv[1]
+    report = {}
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        if scenario in ("main", "stale"):
+            acts = [torch.nn.GELU()] if scenario == "main" else [torch.nn.GELU(approximate="tanh"), torch.nn.ReLU()]
+            x, y = inputs()
+            with torch.no_grad():
+                for i, act in enumerate(acts):
+                    m = model(act)
+                    out = strata.compile(m, options=ON)(x)
+                    report[f"net{i}"] = out.tolist()
+                    report[f"net{i}_exact"] = torch.allclose(out, m(x), atol=1e-5)
+                report["fn"] = strata.compile(fn, options=ON, fullgraph=True)(x, y).tolist()
+                report["broken"] = strata.compile(broken, options=ON)(x).tolist()
+                report["counters"] = snapshot()
+                if scenario == "main":
+                    # Other dtypes: recompiles, saved beside the first entry, or traced anew.
+                    compiled = strata.compile(fn, options=ON, fullgraph=True)
+                    for name in sys.argv[2].split(","):
+                        xd, yd = inputs(getattr(torch, name))
+                        report[f"{name}_right"] = torch.allclose(compiled(xd, yd), fn(xd, yd), atol=2e-2)
+                        report[f"after_{name}"] = snapshot()
+                    # Another backend compiling the same module traces its own graph.
+                    seen = []
+                    other = torch.compile(m, backend=lambda gm, ex: seen.append(gm) or gm.forward)
+                    report["other_right"] = torch.allclose(other(x), m(x)) and len(seen) == 1
+        elif scenario == "train":
+            m = model(torch.nn.GELU())
+            x = torch.randn(4, 8, requires_grad=True)
+            strata.compile(m, options=ON)(x).sum().backward()
+            got = [x.grad.clone(), m.lin.weight.grad.clone()]
+            x.grad = None
+            m.zero_grad()
+            m(x).sum().backward()
+            report["train_right"] = all(torch.allclose(a, b, atol=1e-5) for a, b in zip(got, [x.grad, m.lin.weight.grad]))
+            with torch.no_grad():
+                x, y = inputs()
+                report["off_right"] = torch.allclose(strata.compile(fn)(x, y), fn(x, y))
+    report["warnings"] = [str(w.message) for w in caught if "dynamo_cache" in str(w.message)]
+    print("REPORT " + json.dumps(report))
+''')
+
+
+def _start(tmp_path, scenario: str, cache: str, dtypes: str = "float64") -> subprocess.Popen:
+    script = tmp_path / "child.py"
+    if not script.exists():
+        script.write_text(CHILD)
+    env = dict(os.environ, STRATA_CACHE_DIR=str(tmp_path / cache),
+               TORCHINDUCTOR_CACHE_DIR=str(tmp_path / cache / "inductor"))
+    env.pop("STRATA_LOGS", None)
+    return subprocess.Popen([sys.executable, str(script), scenario, dtypes], env=env, cwd=tmp_path,
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+
+
+def _report(process: subprocess.Popen) -> dict:
+    out, err = process.communicate(timeout=300)
+    lines = [line for line in out.splitlines() if line.startswith("REPORT ")]
+    assert process.returncode == 0 and lines, err[-4000:]
+    return json.loads(lines[-1][len("REPORT "):])
+
+
+def _packages(tmp_path, cache: str) -> list:
+    folder = tmp_path / cache / "dynamo"
+    return sorted(folder.glob("*.pkl")) if folder.exists() else []
+
+
+@pytest.fixture(scope="module")
+def runs(tmp_path_factory):
+    """The children, started as soon as what they read exists."""
+    tmp = tmp_path_factory.mktemp("dynamo_cache")
+    first, train = _start(tmp, "main", "shared"), _start(tmp, "train", "train")
+    reports = {"first": _report(first)}
+    packages = _packages(tmp, "shared")
+    reports["second"] = _report(_start(tmp, "main", "shared", "float64,bfloat16"))
+    shutil.copytree(tmp / "shared", tmp / "corrupt")
+    for path in _packages(tmp, "corrupt"):
+        path.write_bytes(path.read_bytes()[: len(path.read_bytes()) // 2])  # truncated
+    stale, corrupt = _start(tmp, "stale", "shared"), _start(tmp, "main", "corrupt")
+    reports.update(stale=_report(stale), corrupt=_report(corrupt), train=_report(train))
+    reports["packages"] = packages
+    reports["train_packages"] = _packages(tmp, "train")
+    return reports
+
+
+def test_the_first_process_traces_and_saves(runs):
+    first = runs["first"]
+    assert first["counters"]["dynamo_cache_miss"] == 3 and first["counters"]["graphs"] >= 4
+    assert len(runs["packages"]) == 3  # Net, fn, broken (with its resume function)
+    assert first["net0_exact"] and first["float64_right"] and first["other_right"]
+    assert first["warnings"] == []
+
+
+def test_a_second_process_loads_instead_of_tracing(runs):
+    first, second = runs["first"], runs["second"]
+    assert second["counters"] == {"graphs": 0, "dynamo_cache_hit": 3}  # no Dynamo trace at all
+    for name in ("net0", "fn", "broken"):
+        assert second[name] == first[name], name  # bit for bit
+    assert second["warnings"] == []
+
+
+def test_guards_work_after_a_load(runs):
+    second = runs["second"]
+    # float64 was a recompile in the first process, saved beside float32: loaded too.
+    assert second["float64_right"] and second["after_float64"]["graphs"] == 0
+    # bfloat16 was never seen: the loaded guards fail and Dynamo traces it.
+    assert second["bfloat16_right"] and second["after_bfloat16"]["graphs"] == 1
+    assert second["other_right"]  # the other backend ran its own graph, not strata's
+
+
+def test_a_changed_module_does_not_reuse_the_package(runs):
+    stale = runs["stale"]
+    # GELU(approximate="tanh") and ReLU in place of GELU(): both traced, both right.
+    assert stale["counters"]["dynamo_cache_miss"] == 2 and stale["counters"]["dynamo_cache_hit"] == 2
+    assert stale["net0_exact"] and stale["net1_exact"]
+    assert stale["net0"] != runs["first"]["net0"] and stale["fn"] == runs["first"]["fn"]
+
+
+def test_a_corrupt_package_warns_and_compiles_afresh(runs):
+    corrupt = runs["corrupt"]
+    assert corrupt["counters"]["dynamo_cache_error"] == 3 and corrupt["counters"]["graphs"] >= 4
+    assert len(corrupt["warnings"]) == 3 and all("cannot be used" in w for w in corrupt["warnings"])
+    for name in ("net0", "fn", "broken"):
+        assert corrupt[name] == runs["first"][name], name
+
+
+def test_training_and_the_option_off_save_nothing(runs):
+    train = runs["train"]
+    assert train["train_right"] and train["off_right"] and train["warnings"] == []
+    assert runs["train_packages"] == []
