@@ -123,10 +123,12 @@ def sync(device: str) -> None:
         torch.cuda.synchronize()
 
 
-def entry_point(module, dtype: str, device: str):
+def entry_point(module, dtype: str, device: str, tag: str | None = None):
     """The function every contender runs: the module, under autocast for bf16. Each
     call returns a new function object with a code object of its own, because Dynamo
-    keeps compiled code per code object and each compiler must keep its own."""
+    keeps compiled code per code object and each compiler must keep its own. `tag`
+    names it (entry_<tag>) the same in every process, as a Dynamo-level cache, which
+    keys a function by its name, needs; without one, a counter does."""
     autocast = DTYPES[dtype]
     if autocast is None:
         def entry(*args):
@@ -136,7 +138,7 @@ def entry_point(module, dtype: str, device: str):
             with torch.autocast(device, dtype=autocast):
                 return module(*args)
     entry_point.count = getattr(entry_point, "count", 0) + 1
-    code = entry.__code__.replace(co_name=f"{entry.__name__}_{entry_point.count}")
+    code = entry.__code__.replace(co_name=f"{entry.__name__}_{tag or entry_point.count}")
     return types.FunctionType(code, entry.__globals__, code.co_name, entry.__defaults__, entry.__closure__)
 
 
@@ -156,7 +158,13 @@ def compile_with(compiler: str, fn):
         return torch.compile(fn, backend="inductor")
     if compiler == "dynamo":
         return torch.compile(fn, backend="eager")
-    return strata.compile(fn)
+    return strata.compile(fn, options=strata_options())
+
+
+def strata_options() -> dict:
+    """strata's options in this suite: $STRATA_SUITE_OPTIONS (JSON; suite.py
+    --strata-options sets it, and the warm-compile process inherits it), else none."""
+    return json.loads(os.environ.get("STRATA_SUITE_OPTIONS") or "{}")
 
 
 def first_call(compiler: str, fn, inputs: tuple, device: str, after=None):
@@ -273,7 +281,7 @@ def run_cell(name: str, dtype: str, device: str, small: bool, max_rounds: int, b
         sync(device)
         for compiler in COMPILERS:
             try:
-                fn, got, seconds, graphs, notes = first_call(compiler, entry_point(case.module, dtype, device), inputs, device)
+                fn, got, seconds, graphs, notes = first_call(compiler, entry_point(case.module, dtype, device, f"{compiler}_{case.name}_{dtype}"), inputs, device)
             except Exception as e:
                 cell.failed[compiler] = reason(e)
                 log(f"{name:10} {dtype}: {compiler} failed: {cell.failed[compiler]}")
@@ -479,7 +487,7 @@ def warm_child(todo, device: str, small: bool) -> None:
             record = {"model": name, "dtype": dtype, "compiler": compiler}
             try:
                 with torch.no_grad(), _profiled(f"warm_{name}_{dtype}_{compiler}"):
-                    _, out, seconds, _, _ = first_call(compiler, entry_point(case.module, dtype, device), inputs, device)
+                    _, out, seconds, _, _ = first_call(compiler, entry_point(case.module, dtype, device, f"{compiler}_{case.name}_{dtype}"), inputs, device)
                 del out
                 record["seconds"] = seconds
             except Exception as e:

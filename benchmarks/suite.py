@@ -200,6 +200,7 @@ def environment(device: str) -> dict:
         "torchvision": version("torchvision"), "transformers": version("transformers"), "timm": version("timm"),
         "cpu_threads": torch.get_num_threads(), "tf32_matmul": torch.backends.cuda.matmul.allow_tf32,
         "caches": {k: os.environ.get(k) for k in ("STRATA_CACHE_DIR", "TORCHINDUCTOR_CACHE_DIR", "TRITON_CACHE_DIR")},
+        "strata_options": model_suite.strata_options(),
         "date": time.strftime("%Y-%m-%d %H:%M:%S"),
     }
 
@@ -207,7 +208,8 @@ def environment(device: str) -> dict:
 def write_outputs(out: str, env: dict, kernels: dict | None, cells: list[Cell], args, seconds: dict, chart_backend: str,
                   quiet: bool = False) -> str:
     """Writes suite.md, suite.json and (with models) suite.png; returns the Markdown."""
-    head = (f"{env['device']}; torch {env['torch']}, triton {env['triton']}, strata {env['strata']} ({env['commit']}); "
+    head = (f"{env['device']}; torch {env['torch']}, triton {env['triton']}, strata {env['strata']} ({env['commit']}"
+            + (f", options {json.dumps(env['strata_options'])}" if env.get("strata_options") else "") + "); "
             f"{env['date']}; time: " + ", ".join(f"{k} {v:.0f} s" for k, v in seconds.items()) + ".")
     parts = [f"# strata benchmark suite ({args.device}{', small' if args.small else ''})", "", head, ""]
     if kernels is not None:
@@ -259,10 +261,17 @@ def main() -> None:
                         "(default 540 on cuda, none on cpu; 0: none)")
     p.add_argument("--threads", type=int, default=None, help="torch.set_num_threads (default: torch's)")
     p.add_argument("--chart", default="auto", choices=("auto", "matplotlib", "builtin"), help="how suite.png is drawn")
+    p.add_argument("--strata-options", default=None,
+                   help='strata\'s compile options, as JSON (e.g. \'{"dynamo_cache": true}\'); the warm-compile process uses them too')
     p.add_argument("--cache-dir", default=None, help="cache folder (default: a new, empty one)")
     p.add_argument("--out", default="suite-results", help="folder for suite.md, suite.json and suite.png")
     p.add_argument("--train", action="store_true", help="run benchmarks/train_suite.py instead (its options; see its --help)")
     a = p.parse_args()
+    if a.strata_options is not None:
+        from strata.frontend.options import resolve
+
+        resolve(None, json.loads(a.strata_options))  # a typo stops the run now, not in each cell
+        os.environ["STRATA_SUITE_OPTIONS"] = a.strata_options
     if a.device == "cuda" and not torch.cuda.is_available():
         sys.exit("--device cuda: no CUDA GPU here (use --device cpu --small)")
     models = a.only.split(",") if a.only else list(MODELS)
