@@ -25,7 +25,6 @@ from __future__ import annotations
 
 import contextlib
 import contextvars
-import json
 import logging
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
@@ -107,14 +106,8 @@ def key(gm: torch.fx.GraphModule, example_inputs: Sequence[Any], options: dict[s
         else:
             return None
     ranges = _ranges(seen, symbols)
-    state = (
-        torch.is_grad_enabled(),
-        str(torch.get_default_dtype()),
-        torch.are_deterministic_algorithms_enabled(),
-        *[(torch.is_autocast_enabled(d), str(torch.get_autocast_dtype(d))) for d in ("cpu", "cuda")],
-    )
-    settings = json.dumps({k: repr(v) for k, v in sorted(options.items()) if not k.startswith("trace.") and k != "dynamo_cache"})
-    return cache.cache_key(KIND, gm.code, repr(inputs), ranges, repr(state), settings, source_digest())
+    settings = cache.settings_key(options, ("dynamo_cache",))
+    return cache.cache_key(KIND, gm.code, repr(inputs), ranges, cache.global_state_key(), settings, source_digest())
 
 
 _KNOWN_MODULES = ("torch", "_operator", "operator", "builtins", "math")

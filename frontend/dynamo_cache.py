@@ -62,7 +62,6 @@ import functools
 import hashlib
 import inspect
 import itertools
-import json
 import logging
 import pickle
 import re
@@ -502,16 +501,9 @@ def _key(model: Callable, fn: Callable, options: dict[str, Any], fullgraph: bool
     from torch._dynamo.package import CompilePackage  # private
     from strata.runtime.graph_cache import source_digest
 
-    state = (
-        torch.is_grad_enabled(),
-        str(torch.get_default_dtype()),
-        torch.are_deterministic_algorithms_enabled(),
-        *[(torch.is_autocast_enabled(d), str(torch.get_autocast_dtype(d))) for d in ("cpu", "cuda")],
-    )
-    settings = json.dumps({k: repr(v) for k, v in sorted(options.items()) if not k.startswith("trace.")})
     return cache.cache_key(
-        KIND, FORMAT, CompilePackage.source_id_from_fn(fn), fingerprint(model), settings,
-        repr((fullgraph, dynamic)), repr(state), _dynamo_config(), source_digest(),
+        KIND, FORMAT, CompilePackage.source_id_from_fn(fn), fingerprint(model), cache.settings_key(options),
+        repr((fullgraph, dynamic)), cache.global_state_key(), _dynamo_config(), source_digest(),
     )
 
 

@@ -11,6 +11,7 @@ compiler logs each kernel's hit or miss at INFO, telling them apart by `writes`.
 from __future__ import annotations
 
 import hashlib
+import json
 import logging
 import os
 import tempfile
@@ -56,6 +57,23 @@ def cache_key(*parts: str) -> str:
         h.update(p.encode())
         h.update(b"\0")
     return h.hexdigest()[:40]
+
+
+def settings_key(options: dict, ignored: tuple[str, ...] = ()) -> str:
+    """The options as a cache key part: all but tracing's and those named (the caches'
+    own switches, where they do not change what is stored)."""
+    return json.dumps({k: repr(v) for k, v in sorted(options.items()) if not k.startswith("trace.") and k not in ignored})
+
+
+def global_state_key() -> str:
+    """The global state a trace depends on: grad mode, default dtype, deterministic
+    algorithms, autocast on the CPU and CUDA."""
+    return repr((
+        torch.is_grad_enabled(),
+        str(torch.get_default_dtype()),
+        torch.are_deterministic_algorithms_enabled(),
+        *[(torch.is_autocast_enabled(d), str(torch.get_autocast_dtype(d))) for d in ("cpu", "cuda")],
+    ))
 
 
 def read(kind: str, key: str, suffix: str) -> bytes | None:

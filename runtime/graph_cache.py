@@ -51,8 +51,7 @@ def source_digest() -> str:
 def key(aten_text: str, pipeline: list[str], codegen: str, device: str, options: dict) -> str:
     """Every option but tracing's and the caches' is part of the key: any of them may change what the
     passes do (fallback_random keeps random ops eager, for one)."""
-    settings = json.dumps({k: repr(v) for k, v in sorted(options.items())
-                           if not k.startswith("trace.") and k not in ("capture_cache", "dynamo_cache")})
+    settings = cache.settings_key(options, ("capture_cache", "dynamo_cache"))
     return cache.cache_key(KIND, aten_text, ",".join(pipeline), codegen, device, settings, source_digest())
 
 
