@@ -536,4 +536,9 @@ def main() -> None:
 
 
 if __name__ == "__main__":
-    main()
+    # Run as the module the suite imports, not as __main__: the entry points' names
+    # (model_suite.entry_point.<locals>.entry) are part of what a Dynamo-level cache
+    # keys on, and must read the same here as in the suite's own process.
+    import model_suite
+
+    model_suite.main()

@@ -103,15 +103,17 @@ def test_a_failed_contender_is_reported():
 def test_small_cpu_suite_end_to_end(tmp_path):
     """One small model, fp32, eager vs Inductor vs strata, with the warm-compile
     process: well under a minute on a quiet 2-core machine (each process pays
-    Inductor's first compile)."""
+    Inductor's first compile). With dynamo_cache the warm process must find
+    everything on disk, Dynamo's package included: it writes nothing."""
     out = tmp_path / "out"
     cmd = [sys.executable, os.path.join(BENCHMARKS, "suite.py"), "--device", "cpu", "--small", "--models-only",
            "--only", "pointwise", "--dtypes", "fp32", "--rounds", "5", "--budget", "0.2", "--chart", "builtin",
-           "--out", str(out)]
+           "--strata-options", '{"dynamo_cache": true}', "--out", str(out)]
     run = subprocess.run(cmd, capture_output=True, text=True, timeout=300)
     assert run.returncode == 0, run.stdout[-3000:] + run.stderr[-3000:]
 
     data = json.loads((out / "suite.json").read_text())
+    assert data["meta"]["strata_options"] == {"dynamo_cache": True}
     assert data["meta"]["torch"] and data["meta"]["tolerances"]["fp32"] == {"rtol": 1e-3, "atol": 1e-3}
     assert data["kernels"] is None
     assert [(m["model"], m["dtype"]) for m in data["models"]] == [("pointwise", "fp32")]
@@ -121,6 +123,7 @@ def test_small_cpu_suite_end_to_end(tmp_path):
         assert m["ok"] == {"inductor": True, "strata": True}
         assert m["max_err"]["strata"] < 1e-3
         assert m["compile_s"]["strata"] > 0 and all(m["warm_compile_s"][k] > 0 for k in ("dynamo", "inductor", "strata"))
+        assert m["strata_warm_cache_writes"] == 0
         assert m["peak_mib"] == {"eager": None, "inductor": None, "strata": None}  # n/a on CPU
         assert m["speedup_over_eager"]["strata"] == pytest.approx(m["ms"]["eager"] / m["ms"]["strata"])
         assert m["strata_vs_inductor"] == pytest.approx(m["ms"]["inductor"] / m["ms"]["strata"])
