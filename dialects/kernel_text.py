@@ -94,11 +94,17 @@ def split(module: ModuleOp) -> tuple[str, list[KernelText]]:
     return "builtin.module {\n" + "\n".join(others) + "\n}", kernels
 
 
-def join(program_text: str, kernels: list[KernelText]) -> ModuleOp:
-    """The whole module again: the program's module with every kernel.func parsed into it."""
+def program_module(module: ModuleOp) -> ModuleOp:
+    """A copy of the module without its kernel.funcs: what split's program text parses to."""
+    return ModuleOp([op.clone() for op in module.ops if not isinstance(op, kd.FuncOp)])
+
+
+def join(program: str | ModuleOp, kernels: list[KernelText]) -> ModuleOp:
+    """The whole module again: the program's module (its text, or that text parsed; the
+    module is taken over) with every kernel.func parsed into it."""
     from strata.dialects.context import parse_module
 
-    module = parse_module(program_text)
+    module = parse_module(program) if isinstance(program, str) else program
     block = module.body.block
     first = block.first_op
     for k in kernels:  # before the program, where the printed module has them

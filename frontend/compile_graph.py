@@ -302,11 +302,11 @@ def compile_captured(program: str, kernels: list[kernel_text.KernelText], declin
     (frontend/capture_cache.py): no import, no pipeline, only kernels to load, each by
     its text (a kernel.func is parsed only where its code generator's cache misses).
     The graph's constant tensors follow the arguments, as graph_outputs passes them."""
-    from strata.dialects.context import parse_module
+    from strata.runtime import parsed_programs
 
     number = next(_graph_numbers)
     with logs.graph_context(f"graph {number}"):
-        module = parse_module(program)  # verified when it was written, unchanged since (its digest)
+        module = parsed_programs.parse(program)  # verified when it was written, unchanged since (its digest)
         device = device_of(example_inputs)
         codegen = options["codegen"] or ("triton" if device.type == "cuda" else "llvm")
         _warn_fallbacks(module, declines)
@@ -354,7 +354,7 @@ def _lowered(module: ModuleOp, names: list[str], options, codegen: str, device: 
         with recording_declines() as declines:
             run_pipeline(module, names, options["verify"], trace, report, pass_options)
         return module, declines, None
-    from strata.runtime import graph_cache
+    from strata.runtime import graph_cache, parsed_programs
 
     key = graph_cache.key(str(module), names, codegen, device.type, options)
     hit = graph_cache.read(key)
@@ -363,11 +363,12 @@ def _lowered(module: ModuleOp, names: list[str], options, codegen: str, device: 
         program, kernels, declines = hit
         if capture is not None:
             capture.program, capture.kernels = program, kernels
-        return kernel_text.join(program, kernels), declines, kernels
+        return kernel_text.join(parsed_programs.parse(program), kernels), declines, kernels
     with recording_declines() as declines:
         run_pipeline(module, names, options["verify"], trace, report, pass_options)
     graph_cache.merge_identical_kernels(module)  # unobserved: no report names each kernel
     program, kernels = graph_cache.write(key, module, declines)
+    parsed_programs.store(program, kernel_text.program_module(module))  # a warm compile's parse, done
     if capture is not None:
         capture.program, capture.kernels = program, kernels
     cache_log.info("graph: miss: lowered and stored")

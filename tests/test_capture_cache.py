@@ -152,17 +152,26 @@ def test_the_options_turn_it_off(monkeypatch, tmp_path):
 
 def test_a_warm_compile_parses_the_program_and_no_kernel(monkeypatch):
     """Kernels reach the code generator as text (dialects/kernel_text.py): a warm
-    compile whose kernels are all in the kernel cache parses only the program."""
+    compile whose kernels are all in the kernel cache parses nothing, loading the
+    program the cold compile stored parsed (runtime/parsed_programs.py), or, without
+    that, parses only the program."""
+    import shutil
+
     from strata.dialects import context
+    from strata.runtime import parsed_programs
 
     args = _inputs()
     with torch.no_grad():
         first, _ = _compile(_block, args, monkeypatch)
         parsed = _recording(monkeypatch, context, "parse_module")
         again, imported = _compile(_block, args, monkeypatch)
+        assert imported == 0 and parsed == []
+        shutil.rmtree(capture_cache.cache.cache_dir() / parsed_programs.KIND)
+        third, imported = _compile(_block, args, monkeypatch)
     assert imported == 0 and len(parsed) == 1
     assert "kernel.program" in parsed[0] and "kernel.func" not in parsed[0]
     torch.testing.assert_close(again, first)
+    torch.testing.assert_close(third, first)
 
 
 def test_a_kernel_missing_from_the_kernel_cache_is_parsed_and_compiled(monkeypatch):
