@@ -13,7 +13,11 @@ the machinery behind torch._dynamo.config.caching_precompile). What differs:
 
 - torch's config flag is never set. It is global (every torch.compile of the process,
   Inductor's too, would drop guards and save packages); strata hands its own package
-  and guard filter to torch._dynamo.optimize for this compile only.
+  to torch._dynamo.optimize for this compile only.
+- Nothing is dropped from the guards Dynamo checks in the process that traced: torch
+  filters guards before building them (and builds them twice to do so), so its own
+  process loses what it cannot save; here the filter applies only to what is written
+  (_saving_what_it_can).
 - torch installs loaded entries as "precompile entries" of the code object, which the
   C frame evaluator consults before its cache for ANY compiled callable running that
   code, whatever its backend: an Inductor compile of the same model would run strata's
@@ -32,9 +36,9 @@ the machinery behind torch._dynamo.config.caching_precompile). What differs:
 - Any entry that fails to load (missing capture-cache entry, changed source, corrupt or
   truncated file: a digest covers it) is a miss with a warning, never a wrong answer.
 
-Guards torch cannot serialize are dropped, in the first process too (as torch does):
-ID_MATCH, CLOSURE_MATCH, WEAKREF_ALIVE, DICT_VERSION and those built on them, i.e.
-which object (function, class, module instance) a name refers to. torch keys a package
+Guards torch cannot serialize are left out of the package: ID_MATCH, CLOSURE_MATCH,
+WEAKREF_ALIVE, DICT_VERSION and those built on them, i.e. which object (function,
+class, module instance) a name refers to. The process that traced keeps them. torch keys a package
 by the function's qualified name and first line, and refuses it when the source of any
 function the trace inlined changed. strata adds a fingerprint to the key: every module
 reachable from the compiled callable (the module itself; for a function, modules in
@@ -43,10 +47,10 @@ its closure, defaults and the globals its code names), each submodule's class, i
 classes, config objects by their attributes), parameters' and buffers' names, shapes,
 dtypes, devices and requires_grad; the globals the function's code names; strata's
 options, fullgraph and dynamic, Dynamo's config, versions, and the global state at
-compile time. Not covered: what the fingerprint cannot see at compile time or that
-changes after it (a module-level global, or a module's attribute, rebound to another
-function between calls; modules passed as arguments; a class attribute), hence the
-option is off by default.
+compile time. Not covered, in a process that loaded the package: what the
+fingerprint cannot see at compile time or that changes after it (a module-level
+global, or a module's attribute, rebound to another function after the compile;
+modules passed as arguments; a class attribute), hence the option is off by default.
 
 Every private torch API used is named here, and only here; a torch without them, or
 one that raises while this is set up, compiles as usual after one warning.
@@ -139,8 +143,7 @@ def compile(model: Callable, backend: Callable, options: dict[str, Any], fullgra
     try:
         key = _key(model, fn, options, fullgraph, dynamic)
         package, loaded = _load(key, fn)
-        ctx = torch._dynamo.optimize(backend, nopython=fullgraph, dynamic=dynamic,
-                                     guard_filter_fn=_serializable_guards, package=package)
+        ctx = torch._dynamo.optimize(backend, nopython=fullgraph, dynamic=dynamic, package=package)
         if loaded:
             _serve(ctx, loaded)
         return ctx(model)
@@ -184,7 +187,7 @@ def _package_class():
                     self._add_function(code, code.co_filename)  # a placeholder; never saved
             token = _compiling.set(self)
             try:
-                with super().code_context(code), _fixed_source_pickling():
+                with super().code_context(code), _fixed_source_pickling(), _saving_what_it_can():
                     yield
             finally:
                 _compiling.reset(token)
@@ -283,17 +286,40 @@ def _sources_to_fix() -> list[type]:
             and any(not f.init for f in dataclasses.fields(c))]
 
 
+@contextlib.contextmanager
+def _saving_what_it_can():
+    """While this package's frame compiles, CheckFunctionManager writes only the
+    guards it can serialize (_serializable_guards); it still builds and checks them
+    all. Other threads' compiles (no strata package in their context) are untouched."""
+    from torch._dynamo.guards import CheckFunctionManager, make_guard_filter_entry  # private
+
+    real = CheckFunctionManager.__dict__["serialize_guards"]
+
+    def serialize_guards(self, builder, sorted_guards, output_graph):
+        if _compiling.get() is not None:
+            keep = _serializable_guards([make_guard_filter_entry(g, builder) for g in sorted_guards])
+            sorted_guards = [g for g, k in zip(sorted_guards, keep) if k]
+        return real(self, builder, sorted_guards, output_graph)
+
+    CheckFunctionManager.serialize_guards = serialize_guards
+    try:
+        yield
+    finally:
+        CheckFunctionManager.serialize_guards = real
+
+
 def _reduce_init_fields(self):
     return type(self), tuple(getattr(self, f.name) for f in dataclasses.fields(self) if f.init)
 
 
 def _serializable_guards(guards) -> list[bool]:
-    """The guard filter torch's caching_precompile applies, for this compile only."""
+    """Which guards (GuardFilterEntry) go into the package: torch's caching_precompile
+    filter."""
     keep = []
     for g in guards:
         dropped = g.guard_type in _DROPPED or any(t in _DROPPED for t in g.derived_guard_types)
         if dropped:
-            log.debug("dynamo_cache: %s guard on %s dropped (not serializable)", g.guard_type, g.name)
+            log.debug("dynamo_cache: %s guard on %s not saved (not serializable)", g.guard_type, g.name)
         keep.append(not dropped)
     return keep
 
@@ -643,7 +669,7 @@ def _machinery() -> bool:
         from torch._dynamo.types import GuardedCode, wrap_guarded_code  # noqa: F401
 
         params = inspect.signature(_optimize).parameters
-        missing = [n for n in ("package", "guard_filter_fn") if n not in params]
+        missing = [n for n in ("package",) if n not in params]
         missing += [n for n in ("code_context", "install", "initialize", "cache_entry", "uninstall",
                                 "_add_user_function", "_add_function", "source_id_from_fn")
                     if not hasattr(CompilePackage, n)]
@@ -651,7 +677,11 @@ def _machinery() -> bool:
         from torch._dynamo import guards, package
 
         missing += [n for n in ("load_guard_manager", "SerializedCode") if not hasattr(package, n)]
-        missing += [n for n in ("_Missing",) if not hasattr(guards, n)]
+        missing += [n for n in ("_Missing", "make_guard_filter_entry") if not hasattr(guards, n)]
+        serialize = getattr(getattr(guards, "CheckFunctionManager", None), "serialize_guards", None)
+        if serialize is None or list(inspect.signature(serialize).parameters) != ["self", "builder", "sorted_guards",
+                                                                                 "output_graph"]:
+            missing.append("CheckFunctionManager.serialize_guards(self, builder, sorted_guards, output_graph)")
         from torch._dynamo import bytecode_transformation
 
         missing += [n for n in ("_unique_id_counter",) if not hasattr(bytecode_transformation, n)]

@@ -37,6 +37,14 @@ CHILD = textwrap.dedent('''
     def fn(x, y):
         return torch.softmax(x @ y, dim=-1) * 2
 
+    class Scaled(torch.nn.Module):  # a function held as an attribute: guarded by identity
+        def __init__(self):
+            super().__init__()
+            self.f = torch.tanh
+
+        def forward(self, x):
+            return self.f(x) * 2
+
     def broken(x):
         y = torch.sin(x) + 1
         torch._dynamo.graph_break()  # a resume function, compiled as a frame of its own
@@ -81,6 +89,14 @@ CHILD = textwrap.dedent('''
                     seen = []
                     other = torch.compile(m, backend=lambda gm, ex: seen.append(gm) or gm.forward)
                     report["other_right"] = torch.allclose(other(x), m(x)) and len(seen) == 1
+                if scenario == "main" and sys.argv[2] == "float64":  # the first process
+                    # Rebinding after the compile: the process that traced keeps every
+                    # guard, identity guards included, and traces again.
+                    s = Scaled()
+                    scaled = strata.compile(s, options=ON)
+                    report["tanh_right"] = torch.allclose(scaled(x), torch.tanh(x) * 2)
+                    s.f = torch.sigmoid
+                    report["rebound_right"] = torch.allclose(scaled(x), torch.sigmoid(x) * 2)
         elif scenario == "train":
             m = model(torch.nn.GELU())
             x = torch.randn(4, 8, requires_grad=True)
@@ -142,7 +158,8 @@ def runs(tmp_path_factory):
 def test_the_first_process_traces_and_saves(runs):
     first = runs["first"]
     assert first["counters"]["dynamo_cache_miss"] == 3 and first["counters"]["graphs"] >= 4
-    assert len(runs["packages"]) == 3  # Net, fn, broken (with its resume function)
+    assert first["tanh_right"] and first["rebound_right"]  # its identity guards were checked
+    assert len(runs["packages"]) == 4  # Net, fn, broken (with its resume function), Scaled
     assert first["net0_exact"] and first["float64_right"] and first["other_right"]
     assert first["warnings"] == []
 
@@ -175,7 +192,7 @@ def test_a_changed_module_does_not_reuse_the_package(runs):
 def test_a_corrupt_package_warns_and_compiles_afresh(runs):
     corrupt = runs["corrupt"]
     assert corrupt["counters"]["dynamo_cache_error"] == 3 and corrupt["counters"]["graphs"] >= 4
-    assert len(corrupt["warnings"]) == 3 and all("cannot be used" in w for w in corrupt["warnings"])
+    assert len(corrupt["warnings"]) == 4 and all("cannot be used" in w for w in corrupt["warnings"])  # and Scaled
     for name in ("net0", "fn", "broken"):
         assert corrupt[name] == runs["first"][name], name
 
