@@ -24,16 +24,19 @@ import contextlib
 import functools
 import gc
 import hashlib
+import io
 import logging
 import pickle
 
 import xdsl
 from xdsl.dialects.builtin import ModuleOp
+from xdsl.ir import Block, Operation, Region
 
 from strata.runtime import cache
 
 KIND = "parsed"
 SUFFIX = ".pkl"
+FORMAT = "strata-parsed-1"
 log = logging.getLogger("strata.cache")
 
 
@@ -55,11 +58,7 @@ def parse(text: str) -> ModuleOp:
     data = cache.read(KIND, key, SUFFIX)
     if data is not None:
         try:
-            with _no_collection():  # a load makes ~10^5 objects: no full collection midway
-                module = pickle.loads(data)
-            if isinstance(module, ModuleOp):
-                return module
-            raise TypeError(f"it holds a {type(module).__name__}")
+            return _loads(data)
         except Exception as e:  # noqa: BLE001 - a corrupt or foreign file: parse the text
             log.info("parsed program %s is unreadable (%s: %s); parsing its text", key, type(e).__name__, e)
     from strata.dialects.context import parse_module
@@ -76,14 +75,56 @@ def store(text: str, module: ModuleOp) -> None:
 
 def _write(key: str, module: ModuleOp) -> None:
     try:
-        data = pickle.dumps(module, protocol=pickle.HIGHEST_PROTOCOL)
-    except (pickle.PicklingError, TypeError, RecursionError) as e:  # too deep, or an unpicklable attribute
+        data = _dumps(module)
+    except Exception as e:  # noqa: BLE001 - an attribute pickle cannot write: the text stays the record
         log.info("parsed program %s not stored (%s: %s)", key, type(e).__name__, e)
         return
     try:
         cache.write(KIND, key, SUFFIX, data)
     except OSError:
         pass  # the cache is an optimization: an unwritable cache directory costs time only
+
+
+# The IR is a linked graph (each op points to the next, each value to its users): pickled
+# as it is, it nests one level per op and overflows the stack past a few hundred ops.
+# So it is pickled flat: first every op, region and block as an empty object, then each
+# one's attributes, whose references to those nodes are then back-references.
+_NODES = (Operation, Region, Block)
+
+
+class _FlatPickler(pickle.Pickler):
+    def reducer_override(self, obj):
+        # Reached only for nodes not yet written (pickle answers the others from its memo):
+        # the node list, first, writes each as an empty object.
+        if isinstance(obj, _NODES):
+            return _empty, (type(obj),)
+        return NotImplemented
+
+
+def _empty(cls: type):
+    return cls.__new__(cls)
+
+
+def _dumps(module: ModuleOp) -> bytes:
+    nodes: list = []
+    for op in module.walk():
+        nodes.append(op)
+        for region in op.regions:
+            nodes.append(region)
+            nodes.extend(region.blocks)
+    buffer = io.BytesIO()
+    _FlatPickler(buffer, protocol=pickle.HIGHEST_PROTOCOL).dump((FORMAT, nodes, [vars(n) for n in nodes]))
+    return buffer.getvalue()
+
+
+def _loads(data: bytes) -> ModuleOp:
+    with _no_collection():  # a load makes ~10^5 objects: no full collection midway
+        form, nodes, states = pickle.loads(data)
+    if form != FORMAT or len(nodes) != len(states) or not nodes or not isinstance(nodes[0], ModuleOp):
+        raise TypeError("it is not a parsed program of this format")
+    for node, state in zip(nodes, states):
+        node.__dict__.update(state)
+    return nodes[0]
 
 
 @contextlib.contextmanager

@@ -131,3 +131,27 @@ def test_property_a_loaded_program_equals_the_parsed_text(rows, cols, op, reduce
         text, _ = _lowered_program(fn, torch.randn(rows, cols))
         assert len(_files()) == 1
         assert str(parsed_programs.parse(text)) == str(context.parse_module(text))
+
+
+def test_a_long_program_is_stored_and_loaded(monkeypatch):
+    """The IR links each op to the next and each value to its users; pickled as it is,
+    a few hundred ops overflow the stack. Stored flat, 5000 load back whole."""
+    from xdsl.dialects import arith
+    from xdsl.dialects.builtin import IntegerAttr, ModuleOp, i64
+
+    ops = [arith.ConstantOp(IntegerAttr(i, i64)) for i in range(5000)]
+    total = ops[0].result
+    for op in ops[1:]:
+        ops.append(add := arith.AddiOp(total, op.result))
+        total = add.result
+    module = ModuleOp(ops)
+    text = str(module)
+    parsed_programs.store(text, module)
+    assert len(_files()) == 1
+    parses = _parses(monkeypatch)
+    loaded = parsed_programs.parse(text)
+    assert parses == [] and loaded is not module
+    loaded.verify()
+    assert str(loaded) == text
+    last = list(loaded.ops)[-1]
+    assert len(list(last.operands[0].uses)) == 1 and last.operands[0].owner is list(loaded.ops)[-2]
