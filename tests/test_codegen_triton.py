@@ -760,10 +760,17 @@ def test_long_rows_few_of_them_are_split():
     func = split_kernel("3", str(SPLIT_ROWS))
     kernel = compile_kernel(func, "cpu")
     assert "def k0_split" in kernel.source and "def k0_combine" in kernel.source
+    torch.manual_seed(0)
     x, n = randn(3, SPLIT_ROWS), torch.tensor([1.0, 2.0, 4.0])
     mean, top = torch.empty(3), torch.empty(3)
     kernel([x, n, mean, top], [])
-    torch.testing.assert_close(mean, x.sum(1) / n, rtol=1e-5, atol=1e-4)
+    # Against the exact sum: 40000 terms added in f32 (in blocks, then the blocks) stay
+    # within eps * sum|x| (over 20 seeds the error reached 0.13 of that bound); torch's
+    # own f32 sum, which this compared with before, is another summation order, and the
+    # two differed by more than a fixed 1e-4 for some inputs.
+    exact = x.double().sum(1) / n.double()
+    bound = torch.finfo(torch.float32).eps * x.double().abs().sum(1) / n.double()
+    assert ((mean.double() - exact).abs() <= bound).all(), (mean.double() - exact, bound)
     torch.testing.assert_close(top, x.amax(1))
 
 
