@@ -36,13 +36,13 @@ OPTIONS: dict[str, tuple[Any, str]] = {
                             "included, when Dynamo captured the same graph before"),
     "dynamo_cache": (False, "with capture_cache: keep Dynamo's transformed bytecode and guards on disk "
                             "(STRATA_CACHE_DIR/dynamo) and load them in a later process, which then runs no "
-                            "Dynamo trace (frontend/dynamo_cache.py). As torch's caching_precompile, it drops "
-                            "the guards it cannot serialize (ID_MATCH, CLOSURE_MATCH, WEAKREF_ALIVE, "
-                            "DICT_VERSION: which object a name refers to), in this process too; strata keys "
-                            "the entry by a fingerprint of the modules and globals the model reaches (classes, "
-                            "attributes, functions by name, parameters' shapes and dtypes), options, versions "
-                            "and global state instead. Not guarded: a global or attribute rebound to another "
-                            "function after compile, modules passed as arguments; hence off by default. "
+                            "Dynamo trace (frontend/dynamo_cache.py). The guards torch cannot serialize (ID_MATCH, "
+                            "CLOSURE_MATCH, WEAKREF_ALIVE, DICT_VERSION: which object a name refers to) are "
+                            "checked in this process but not saved; strata keys the entry by a fingerprint of "
+                            "the modules and globals the model reaches (classes, attributes, functions by name, "
+                            "parameters' shapes and dtypes), options, versions and global state instead. Not "
+                            "guarded in a process that loaded the entry: a global or attribute rebound to "
+                            "another function after compile, modules passed as arguments; hence off by default. "
                             "Saved only when every graph is an inference graph the capture cache holds"),
 }
 
