@@ -134,10 +134,7 @@ def read_front(key: str) -> str | None:
 
 
 def write_front(key: str, ir_key_: str) -> None:
-    try:
-        cache.write(FRONT_KIND, key, FRONT_SUFFIX, ir_key_.encode("ascii"))
-    except OSError:
-        pass
+    cache.store(FRONT_KIND, key, FRONT_SUFFIX, ir_key_.encode("ascii"))
 
 
 def _read_cached(key: str) -> bytes | None:
@@ -149,10 +146,7 @@ def _read_cached(key: str) -> bytes | None:
 
 
 def _write_cached(key: str, code: bytes) -> None:
-    try:
-        cache.write(CACHE_KIND, key, OBJECT_SUFFIX, hashlib.sha256(code).digest() + code)
-    except OSError:
-        pass  # the cache is an optimization: an unwritable cache directory costs time only
+    cache.store(CACHE_KIND, key, OBJECT_SUFFIX, hashlib.sha256(code).digest() + code)
 
 
 class JitCode:

@@ -101,5 +101,16 @@ def write(kind: str, key: str, suffix: str, data: bytes) -> Path:
     return path
 
 
+def store(kind: str, key: str, suffix: str, data: bytes) -> bool:
+    """write(), where the entry is only an optimization: an unwritable cache directory
+    costs the next compile time, never this one an error. Returns whether it was written."""
+    try:
+        write(kind, key, suffix, data)
+    except OSError as e:
+        log.debug("not stored (%s): %s/%s%s", e, kind, key, suffix)
+        return False
+    return True
+
+
 def path_of(kind: str, key: str, suffix: str) -> Path:
     return cache_dir() / kind / f"{key}{suffix}"

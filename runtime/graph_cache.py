@@ -83,10 +83,7 @@ def write_program(kind: str, key: str, program: str, kernels: list[KernelText], 
              "declines": [list(d) for d in declines]}
     if constants:
         entry["constants"] = constants
-    try:
-        cache.write(kind, key, SUFFIX, json.dumps(entry).encode())
-    except OSError:
-        pass  # the cache is an optimization: an unwritable cache directory costs time only
+    cache.store(kind, key, SUFFIX, json.dumps(entry).encode())
 
 
 def _digest(program: str, kernels: list[dict], constants: list | None = None) -> str:

@@ -79,10 +79,7 @@ def _write(key: str, module: ModuleOp) -> None:
     except Exception as e:  # noqa: BLE001 - an attribute pickle cannot write: the text stays the record
         log.info("parsed program %s not stored (%s: %s)", key, type(e).__name__, e)
         return
-    try:
-        cache.write(KIND, key, SUFFIX, data)
-    except OSError:
-        pass  # the cache is an optimization: an unwritable cache directory costs time only
+    cache.store(KIND, key, SUFFIX, data)
 
 
 # The IR is a linked graph (each op points to the next, each value to its users): pickled

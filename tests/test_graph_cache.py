@@ -68,3 +68,23 @@ def test_the_option_turns_it_off(tmp_path, monkeypatch):
     _compile_counting_pipelines(monkeypatch, graph_cache=False)
     assert _entries() == []
     assert len(_compile_counting_pipelines(monkeypatch, graph_cache=False)) == 1
+
+
+def test_an_unwritable_cache_folder_costs_time_only(tmp_path, monkeypatch):
+    """Every cache entry is an optimization (runtime/cache.store): where the folder
+    cannot be made, nothing is stored and the compile still runs, right."""
+    from strata.runtime import cache
+
+    blocked = tmp_path / "not-a-folder"
+    blocked.write_text("a file where the cache folder should be")
+    monkeypatch.setenv("STRATA_CACHE_DIR", str(blocked))
+    assert cache.store("graphs", "k", ".json", b"{}") is False
+
+    def fn(x):
+        return torch.softmax(x * 2, dim=-1)
+
+    x = torch.randn(4, 8)
+    torch._dynamo.reset()
+    with torch.no_grad():
+        torch.testing.assert_close(strata.compile(fn)(x), fn(x))
+    assert blocked.read_text() == "a file where the cache folder should be"
