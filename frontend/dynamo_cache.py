@@ -1,4 +1,4 @@
-"""Dynamo's work kept on disk: `options={"dynamo_cache": True}`.
+"""Dynamo's work kept on disk: `options={"dynamo_cache": True}`, the default.
 
 With the graph cache and the capture cache (runtime/graph_cache.py,
 frontend/capture_cache.py), a warm compile is only TorchDynamo's bytecode trace, which
@@ -14,10 +14,13 @@ the machinery behind torch._dynamo.config.caching_precompile). What differs:
 - torch's config flag is never set. It is global (every torch.compile of the process,
   Inductor's too, would drop guards and save packages); strata hands its own package
   to torch._dynamo.optimize for this compile only.
-- Nothing is dropped from the guards Dynamo checks in the process that traced: torch
-  filters guards before building them (and builds them twice to do so), so its own
-  process loses what it cannot save; here the filter applies only to what is written
-  (_saving_what_it_can).
+- No guard is dropped. torch leaves out of a package the guards it cannot serialize
+  (ID_MATCH, CLOSURE_MATCH, WEAKREF_ALIVE, DICT_VERSION and those built on them: which
+  function, class or module a name refers to), and filters them before building the
+  guards, so that even the process that traced loses them. Here the process that
+  traced checks them all, and they are saved with a description of the object each saw
+  and rebuilt in a loading process on the frame's own objects when those match
+  (frontend/identity_guards.py).
 - torch installs loaded entries as "precompile entries" of the code object, which the
   C frame evaluator consults before its cache for ANY compiled callable running that
   code, whatever its backend: an Inductor compile of the same model would run strata's
@@ -36,24 +39,20 @@ the machinery behind torch._dynamo.config.caching_precompile). What differs:
 - Any entry that fails to load (missing capture-cache entry, changed source, corrupt or
   truncated file: a digest covers it) is a miss with a warning, never a wrong answer.
 
-Guards torch cannot serialize are left out of the package: ID_MATCH, CLOSURE_MATCH,
-WEAKREF_ALIVE, DICT_VERSION and those built on them, i.e. which object (function,
-class, module instance) a name refers to. The process that traced keeps them. torch keys a package
-by the function's qualified name and first line, and refuses it when the source of any
-function the trace inlined changed. strata adds a fingerprint to the key: every module
-reachable from the compiled callable (the module itself; for a function, modules in
-its closure, defaults and the globals its code names), each submodule's class, its
-`training` flag and other attributes (values of primitives, names of functions and
-classes, config objects by their attributes), parameters' and buffers' names, shapes,
-dtypes, devices and requires_grad; the globals the function's code names; strata's
-options, fullgraph and dynamic, Dynamo's config, versions, and the global state at
-compile time. Not covered, in a process that loaded the package: what the
-fingerprint cannot see at compile time or that changes after it (a module-level
-global, or a module's attribute, rebound to another function after the compile;
-modules passed as arguments; a class attribute), hence the option is off by default.
+torch keys a package by the function's qualified name and first line, and refuses it
+when the source of any function the trace inlined changed. strata adds a fingerprint
+to the key: every module reachable from the compiled callable (the module itself; for
+a function, modules in its closure, defaults and the globals its code names), each
+submodule's class, its `training` flag and other attributes (values of primitives,
+names of functions and classes, config objects by their attributes), parameters' and
+buffers' names, shapes, dtypes, devices and requires_grad; the globals the function's
+code names; strata's options, fullgraph and dynamic, Dynamo's config, versions, and the
+global state at compile time. A model that differs there is a miss; what it cannot see
+(a global an inlined function reads) the saved guards and identity guards check.
 
-Every private torch API used is named here, and only here; a torch without them, or
-one that raises while this is set up, compiles as usual after one warning.
+Every private torch API used is named here or in identity_guards.py, and only there; a
+torch without them, or one that raises while this is set up, compiles as usual after
+one warning.
 """
 
 from __future__ import annotations
@@ -61,7 +60,6 @@ from __future__ import annotations
 import contextlib
 import contextvars
 import dataclasses
-import enum
 import functools
 import hashlib
 import inspect
@@ -76,16 +74,14 @@ from typing import Any, Callable
 
 import torch
 
+from strata.frontend import identity_guards
+from strata.frontend.describe import Describer, codes, qualname
 from strata.runtime import cache
 
 KIND = "dynamo"
 SUFFIX = ".pkl"
-FORMAT = "strata-dynamo-1"
+FORMAT = "strata-dynamo-2"
 log = logging.getLogger("strata.cache")
-
-# Guards torch's caching_precompile drops (torch/_dynamo/guards.py, CheckFunctionManager):
-# object identities, which mean nothing in another process.
-_DROPPED = ("ID_MATCH", "CLOSURE_MATCH", "WEAKREF_ALIVE", "DICT_VERSION")
 
 try:  # private: the base class of a backend's part of a package
     from torch._dynamo.precompile_context import BackendCacheArtifact as _ArtifactBase
@@ -134,8 +130,8 @@ def compile(model: Callable, backend: Callable, options: dict[str, Any], fullgra
     """torch.compile(model, backend=backend) with Dynamo's result kept on disk and read
     back; None where this torch lacks the machinery (the caller compiles as usual)."""
     if not (options["graph_cache"] and options["capture_cache"]):
-        _warn("dynamo_cache rebuilds graphs from the capture cache, which graph_cache=False or "
-              "capture_cache=False turns off; compiling without it")
+        log.info("dynamo_cache: off, as the capture cache it rebuilds graphs from is (graph_cache=False or "
+                 "capture_cache=False)")
         return None
     if not _machinery():
         return None
@@ -183,11 +179,12 @@ def _package_class():
                 try:
                     self._add_user_function(code)
                 except Exception as e:  # noqa: BLE001 - a code torch cannot name again
-                    self._unsave(f"{code.co_name} cannot be found again by name ({e})")
+                    self.unsave(f"{code.co_name} cannot be found again by name ({e})")
                     self._add_function(code, code.co_filename)  # a placeholder; never saved
             token = _compiling.set(self)
             try:
-                with super().code_context(code), _fixed_source_pickling(), _saving_what_it_can():
+                with (super().code_context(code), _fixed_source_pickling(),
+                      identity_guards.saving_portable_guards(_compiling.get)):
                     yield
             finally:
                 _compiling.reset(token)
@@ -201,7 +198,7 @@ def _package_class():
                 entry.guarded_codes = [g for g in entry.guarded_codes
                                        if SerializedCode.to_code_object(g.dynamo_code) is not dynamo_code]
 
-        def _unsave(self, why: str) -> None:
+        def unsave(self, why: str) -> None:
             if self.unsaved is None:
                 self.unsaved = why
                 log.info("dynamo_cache: not saved: %s", why)
@@ -213,19 +210,19 @@ def _package_class():
                 entry = self.cache_entry()
                 for code in entry.codes:
                     if code.bypassed:
-                        return self._unsave("Dynamo could not serialize a frame's guards")
+                        return self.unsave("Dynamo could not serialize a frame's guards")
                     if why := _bind_globals(code):
-                        return self._unsave(why)
+                        return self.unsave(why)
                     for backend_id in code.backend_ids:
                         if backend_id not in self.artifacts:
-                            return self._unsave(f"graph {backend_id} is not one the capture cache "
+                            return self.unsave(f"graph {backend_id} is not one the capture cache "
                                                 "holds (training, or a graph it cannot key)")
                 backends = {b: self.artifacts[b] for b in entry.backend_ids}
                 payload = pickle.dumps({"format": FORMAT, "dynamo": entry, "backends": backends})
                 cache.write(KIND, self.strata_key, SUFFIX, hashlib.sha256(payload).hexdigest().encode() + payload)
                 log.info("dynamo_cache: stored %s (%d frames, %d graphs)", self.strata_key, len(entry.codes), len(backends))
             except Exception as e:  # noqa: BLE001 - an unsaved package costs the next process time only
-                self._unsave(f"{type(e).__name__}: {e}")
+                self.unsave(f"{type(e).__name__}: {e}")
 
     return Package
 
@@ -244,7 +241,7 @@ def _bind_globals(entry) -> str | None:
 
     scope = vars(sys.modules[entry.python_module])
     for guarded in entry.guarded_codes:
-        for code in _codes(SerializedCode.to_code_object(guarded.dynamo_code)):
+        for code in codes(SerializedCode.to_code_object(guarded.dynamo_code)):
             for name in code.co_names:
                 if name in entry.import_sources or not _BY_ID.fullmatch(name):
                     continue
@@ -286,42 +283,8 @@ def _sources_to_fix() -> list[type]:
             and any(not f.init for f in dataclasses.fields(c))]
 
 
-@contextlib.contextmanager
-def _saving_what_it_can():
-    """While this package's frame compiles, CheckFunctionManager writes only the
-    guards it can serialize (_serializable_guards); it still builds and checks them
-    all. Other threads' compiles (no strata package in their context) are untouched."""
-    from torch._dynamo.guards import CheckFunctionManager, make_guard_filter_entry  # private
-
-    real = CheckFunctionManager.__dict__["serialize_guards"]
-
-    def serialize_guards(self, builder, sorted_guards, output_graph):
-        if _compiling.get() is not None:
-            keep = _serializable_guards([make_guard_filter_entry(g, builder) for g in sorted_guards])
-            sorted_guards = [g for g, k in zip(sorted_guards, keep) if k]
-        return real(self, builder, sorted_guards, output_graph)
-
-    CheckFunctionManager.serialize_guards = serialize_guards
-    try:
-        yield
-    finally:
-        CheckFunctionManager.serialize_guards = real
-
-
 def _reduce_init_fields(self):
     return type(self), tuple(getattr(self, f.name) for f in dataclasses.fields(self) if f.init)
-
-
-def _serializable_guards(guards) -> list[bool]:
-    """Which guards (GuardFilterEntry) go into the package: torch's caching_precompile
-    filter."""
-    keep = []
-    for g in guards:
-        dropped = g.guard_type in _DROPPED or any(t in _DROPPED for t in g.derived_guard_types)
-        if dropped:
-            log.debug("dynamo_cache: %s guard on %s not saved (not serializable)", g.guard_type, g.name)
-        keep.append(not dropped)
-    return keep
 
 
 # -- loading ---------------------------------------------------------------------------
@@ -429,24 +392,30 @@ def _install(package, built: dict) -> dict:
 
 
 class _Entry:
-    """A loaded entry: the transformed code, and its guards, built on first use.
+    """A loaded entry: the transformed code, and its guards, built on first use, from
+    the first frame whose objects are those the trace saw (identity_guards).
 
     torch saves the frame's values that guards were built from, but some it cannot
     (a function that its qualified name does not find again, as a decorator's inner
     function; values no guard reads), and saves a _Missing instead; building a guard on
-    one fails. Those are taken from the frame itself, as a fresh trace would. What the
-    guards built on them no longer tell (which function it was) the key's fingerprint
-    does: functions in the compiled function's closures by name and code."""
+    one fails. Those are taken from the frame itself, as a fresh trace would; the
+    identity guards say which function it must be."""
 
     def __init__(self, package, guards: tuple, build: Callable, dynamo_code: types.CodeType) -> None:
         self.package, self.guards, self.build, self.code = package, guards, build, dynamo_code
         self.manager = None
 
     def guard_manager(self, f_locals: dict):
+        """The entry's guards, or None while no frame has had the traced objects."""
         if self.manager is None and self.guards is not None:
             state, code, scope = self.guards
             try:
-                self.manager = self.build(_with_frame_values(state, f_locals), code, scope)
+                state = _with_frame_values(state, f_locals)
+                values = identity_guards.frame_values(state, f_locals, scope)
+                if values is None:  # another function (or class, module) than traced
+                    return None
+                with identity_guards.reading(values):
+                    self.manager = self.build(identity_guards.with_identity_guards(state), code, scope)
             except Exception as e:  # noqa: BLE001 - Dynamo traces the frame instead
                 _warn(f"dynamo_cache: the guards of a loaded entry of {code.co_name} cannot be rebuilt "
                       f"({type(e).__name__}: {e}); Dynamo traces the frame")
@@ -539,13 +508,13 @@ def _dynamo_config() -> str:
     config = torch._dynamo.config
     ignored = getattr(config, "_compile_ignored_keys", set())
     settings = {k: v for k, v in config.get_config_copy().items() if k not in ignored}
-    return repr(_Describer()(settings, []))
+    return repr(Describer()(settings, []))
 
 
 def fingerprint(model: Callable) -> str:
     """A digest of what the compiled callable reaches that Dynamo's dropped guards
     would have checked (see the module's docstring)."""
-    describe = _Describer()
+    describe = Describer()
     roots: list[Any] = []
     fn = model.forward if isinstance(model, torch.nn.Module) else model
     if isinstance(fn, types.MethodType):
@@ -556,7 +525,7 @@ def fingerprint(model: Callable) -> str:
             break
         cells = [c.cell_contents for c in fn.__closure__ or () if _has_contents(c)]
         scope = fn.__globals__
-        names = sorted({n for code in _codes(fn.__code__) for n in code.co_names if n in scope})
+        names = sorted({n for code in codes(fn.__code__) for n in code.co_names if n in scope})
         roots.append((fn, "closure", cells, "defaults", fn.__defaults__, fn.__kwdefaults__,
                       "globals", {n: scope[n] for n in names}))
         fn = getattr(fn, "__wrapped__", None)
@@ -571,7 +540,7 @@ def fingerprint(model: Callable) -> str:
                 continue
             seen.add(id(m))
             attrs = {k: v for k, v in vars(m).items() if k != "_modules"}
-            parts.append((name, _qualname(type(m)), sorted(m._modules), describe(attrs, modules)))
+            parts.append((name, qualname(type(m)), sorted(m._modules), describe(attrs, modules)))
     return hashlib.sha256(repr(parts).encode()).hexdigest()
 
 
@@ -581,77 +550,6 @@ def _has_contents(cell) -> bool:
     except ValueError:
         return False
     return True
-
-
-def _codes(code: types.CodeType):
-    yield code
-    for c in code.co_consts:
-        if isinstance(c, types.CodeType):
-            yield from _codes(c)
-
-
-def _code_digest(code: types.CodeType) -> str:
-    h = hashlib.sha256()
-    for c in _codes(code):
-        h.update(c.co_code)
-        h.update(repr([v for v in c.co_consts if not isinstance(v, types.CodeType)]).encode())
-        h.update(repr(c.co_names).encode())
-    return h.hexdigest()[:16]
-
-
-def _qualname(obj: Any) -> str:
-    return f"{getattr(obj, '__module__', '?')}.{getattr(obj, '__qualname__', getattr(obj, '__name__', '?'))}"
-
-
-class _Describer:
-    """A value as plain data that is the same in every process: primitives by value,
-    tensors by their metadata, functions, classes and modules by name, modules as a
-    reference (their contents are walked separately), other objects by their class and
-    attributes, a few levels deep. Never an id or an address."""
-
-    DEPTH = 4
-
-    def __init__(self) -> None:
-        self.memo: dict[int, Any] = {}
-
-    def __call__(self, value: Any, modules: list, depth: int = 0) -> Any:
-        if value is None or isinstance(value, bool | int | float | complex | str | bytes):
-            return (type(value).__name__, value)
-        if isinstance(value, torch.nn.Module):
-            if all(m is not value for m in modules):
-                modules.append(value)
-            return ("module", _qualname(type(value)))
-        if isinstance(value, torch.Tensor):
-            return ("tensor", type(value).__name__, tuple(value.shape), str(value.dtype), str(value.device),
-                    value.requires_grad)
-        if isinstance(value, torch.dtype | torch.device | torch.Size | torch.memory_format | torch.layout | enum.Enum):
-            return (type(value).__name__, str(value))
-        if isinstance(value, types.ModuleType):
-            return ("pymodule", value.__name__)
-        if isinstance(value, types.FunctionType):  # by name and code: which function, in any process
-            return ("function", _qualname(value), _code_digest(value.__code__))
-        if isinstance(value, type | types.BuiltinFunctionType | types.MethodDescriptorType
-                      | types.WrapperDescriptorType | torch._ops.OpOverload | torch._ops.OpOverloadPacket):
-            return ("named", _qualname(value))
-        if depth >= self.DEPTH:
-            return ("deep", _qualname(type(value)))
-        if isinstance(value, types.MethodType):
-            return ("method", _qualname(value.__func__), self(value.__self__, modules, depth + 1))
-        if isinstance(value, functools.partial):
-            return ("partial", self(value.func, modules, depth + 1), self(value.args, modules, depth + 1),
-                    self(value.keywords, modules, depth + 1))
-        if isinstance(value, list | tuple):
-            return (type(value).__name__, [self(v, modules, depth + 1) for v in value])
-        if isinstance(value, set | frozenset):
-            return (type(value).__name__, sorted(repr(self(v, modules, depth + 1)) for v in value))
-        if isinstance(value, dict):
-            return (type(value).__name__, sorted((repr(k), repr(self(v, modules, depth + 1))) for k, v in value.items()))
-        key = id(value)
-        if key not in self.memo:  # shared objects (a model's config) are described once
-            attrs = getattr(value, "__dict__", None)
-            self.memo[key] = ("object", _qualname(type(value)),
-                              None if not isinstance(attrs, dict) else self(attrs, modules, depth + 1))
-        return self.memo[key]
 
 
 # -- feature checks and warnings ----------------------------------------------------------
@@ -677,7 +575,8 @@ def _machinery() -> bool:
         from torch._dynamo import guards, package
 
         missing += [n for n in ("load_guard_manager", "SerializedCode") if not hasattr(package, n)]
-        missing += [n for n in ("_Missing", "make_guard_filter_entry") if not hasattr(guards, n)]
+        missing += [n for n in ("_Missing", "make_guard_filter_entry", "pickle_guards_state", "_get_closure_vars",
+                                "GuardBuilder") if not hasattr(guards, n)]
         serialize = getattr(getattr(guards, "CheckFunctionManager", None), "serialize_guards", None)
         if serialize is None or list(inspect.signature(serialize).parameters) != ["self", "builder", "sorted_guards",
                                                                                  "output_graph"]:

@@ -45,6 +45,17 @@ CHILD = textwrap.dedent('''
         def forward(self, x):
             return self.f(x) * 2
 
+    # A global read by an inlined function, which the key's fingerprint does not see:
+    # the stale scenario rebinds it before compiling.
+    squash = torch.sigmoid if sys.argv[1] == "stale" else torch.tanh
+
+    def helper(x):
+        return squash(x) + 1
+
+    class Helped(torch.nn.Module):
+        def forward(self, x):
+            return helper(x) * 3
+
     def broken(x):
         y = torch.sin(x) + 1
         torch._dynamo.graph_break()  # a resume function, compiled as a frame of its own
@@ -89,14 +100,21 @@ CHILD = textwrap.dedent('''
                     seen = []
                     other = torch.compile(m, backend=lambda gm, ex: seen.append(gm) or gm.forward)
                     report["other_right"] = torch.allclose(other(x), m(x)) and len(seen) == 1
-                if scenario == "main" and sys.argv[2] == "float64":  # the first process
-                    # Rebinding after the compile: the process that traced keeps every
-                    # guard, identity guards included, and traces again.
+                    # Identity guards (which function a name refers to), rebuilt in a
+                    # process that loaded them from the frame's own objects.
                     s = Scaled()
                     scaled = strata.compile(s, options=ON)
+                    before = snapshot()["graphs"]
                     report["tanh_right"] = torch.allclose(scaled(x), torch.tanh(x) * 2)
-                    s.f = torch.sigmoid
-                    report["rebound_right"] = torch.allclose(scaled(x), torch.sigmoid(x) * 2)
+                    s.f = torch.sigmoid  # rebound after the compile: traced again, and saved
+                    report["sigmoid_right"] = torch.allclose(scaled(x), torch.sigmoid(x) * 2)
+                    if sys.argv[2] != "float64":  # not the first process
+                        s.f = torch.relu  # never traced: neither loaded entry serves it
+                        report["relu_right"] = torch.allclose(scaled(x), torch.relu(x) * 2)
+                    report["scaled_graphs"] = snapshot()["graphs"] - before
+                before = snapshot()["graphs"]
+                report["helped_right"] = torch.allclose(strata.compile(Helped(), options=ON)(x), (squash(x) + 1) * 3)
+                report["helped_graphs"] = snapshot()["graphs"] - before
         elif scenario == "train":
             m = model(torch.nn.GELU())
             x = torch.randn(4, 8, requires_grad=True)
@@ -158,8 +176,10 @@ def runs(tmp_path_factory):
 def test_the_first_process_traces_and_saves(runs):
     first = runs["first"]
     assert first["counters"]["dynamo_cache_miss"] == 3 and first["counters"]["graphs"] >= 4
-    assert first["tanh_right"] and first["rebound_right"]  # its identity guards were checked
-    assert len(runs["packages"]) == 4  # Net, fn, broken (with its resume function), Scaled
+    # Its identity guards were checked: rebinding Scaled.f traced again.
+    assert first["tanh_right"] and first["sigmoid_right"] and first["scaled_graphs"] == 2
+    assert first["helped_right"] and first["helped_graphs"] == 1
+    assert len(runs["packages"]) == 5  # Net, fn, broken (with its resume function), Scaled, Helped
     assert first["net0_exact"] and first["float64_right"] and first["other_right"]
     assert first["warnings"] == []
 
@@ -181,18 +201,31 @@ def test_guards_work_after_a_load(runs):
     assert second["other_right"]  # the other backend ran its own graph, not strata's
 
 
+def test_identity_guards_work_after_a_load(runs):
+    second = runs["second"]
+    # tanh and sigmoid were both traced by the first process: served from the package;
+    # relu was not: the identity guards rebuilt from the frame fail, and Dynamo traces.
+    assert second["tanh_right"] and second["sigmoid_right"] and second["relu_right"]
+    assert second["scaled_graphs"] == 1
+    assert second["helped_right"] and second["helped_graphs"] == 0
+
+
 def test_a_changed_module_does_not_reuse_the_package(runs):
     stale = runs["stale"]
     # GELU(approximate="tanh") and ReLU in place of GELU(): both traced, both right.
     assert stale["counters"]["dynamo_cache_miss"] == 2 and stale["counters"]["dynamo_cache_hit"] == 2
     assert stale["net0_exact"] and stale["net1_exact"]
+    # A global of an inlined function rebound before the compile (sigmoid for tanh): the
+    # key cannot see it, so the package loads, but the saved identity guard does not
+    # match the frame's object, and Dynamo traces.
+    assert stale["helped_right"] and stale["helped_graphs"] == 1
     assert stale["net0"] != runs["first"]["net0"] and stale["fn"] == runs["first"]["fn"]
 
 
 def test_a_corrupt_package_warns_and_compiles_afresh(runs):
     corrupt = runs["corrupt"]
     assert corrupt["counters"]["dynamo_cache_error"] == 3 and corrupt["counters"]["graphs"] >= 4
-    assert len(corrupt["warnings"]) == 4 and all("cannot be used" in w for w in corrupt["warnings"])  # and Scaled
+    assert len(corrupt["warnings"]) == 5 and all("cannot be used" in w for w in corrupt["warnings"])  # and Scaled, Helped
     for name in ("net0", "fn", "broken"):
         assert corrupt[name] == runs["first"][name], name
 
