@@ -34,16 +34,14 @@ OPTIONS: dict[str, tuple[Any, str]] = {
                           "before (STRATA_CACHE_DIR)"),
     "capture_cache": (True, "with graph_cache: reuse a whole inference compile, AOTAutograd's trace "
                             "included, when Dynamo captured the same graph before"),
-    "dynamo_cache": (False, "with capture_cache: keep Dynamo's transformed bytecode and guards on disk "
-                            "(STRATA_CACHE_DIR/dynamo) and load them in a later process, which then runs no "
-                            "Dynamo trace (frontend/dynamo_cache.py). The guards torch cannot serialize (ID_MATCH, "
-                            "CLOSURE_MATCH, WEAKREF_ALIVE, DICT_VERSION: which object a name refers to) are "
-                            "checked in this process but not saved; strata keys the entry by a fingerprint of "
-                            "the modules and globals the model reaches (classes, attributes, functions by name, "
-                            "parameters' shapes and dtypes), options, versions and global state instead. Not "
-                            "guarded in a process that loaded the entry: a global or attribute rebound to "
-                            "another function after compile, modules passed as arguments; hence off by default. "
-                            "Saved only when every graph is an inference graph the capture cache holds"),
+    "dynamo_cache": (True, "with capture_cache: keep Dynamo's transformed bytecode and guards on disk "
+                           "(STRATA_CACHE_DIR/dynamo) and load them in a later process, which then runs no "
+                           "Dynamo trace (frontend/dynamo_cache.py). The guards that say which object a name "
+                           "refers to (ID_MATCH, CLOSURE_MATCH, ...) are saved with a description of the "
+                           "object (a function by qualified name and code, a class or module by name) and "
+                           "rebuilt on the calling frame's objects when they match it "
+                           "(frontend/identity_guards.py). Saved only when every graph is an inference graph "
+                           "the capture cache holds"),
 }
 
 MODES: dict[str, dict[str, Any]] = {

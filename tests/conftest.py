@@ -11,10 +11,14 @@ os.environ.setdefault("STRATA_CACHE_DIR", tempfile.mkdtemp(prefix="strata-cache-
 @pytest.fixture(autouse=True)
 def _graph_cache_of_its_own(monkeypatch, request):
     """Each test reads only the graphs it compiled itself: a test that patches a pass
-    must see that pass run, not a lowering an earlier test left in the graph cache."""
+    must see that pass run, not a lowering an earlier test left in the graph cache, and
+    a test's compile must trace, not load a package an earlier test saved."""
+    from strata.frontend import dynamo_cache
     from strata.runtime import graph_cache
 
-    monkeypatch.setattr(graph_cache, "KIND", f"graphs/{abs(hash(request.node.nodeid)):x}")
+    test = f"{abs(hash(request.node.nodeid)):x}"
+    monkeypatch.setattr(graph_cache, "KIND", f"graphs/{test}")
+    monkeypatch.setattr(dynamo_cache, "KIND", f"dynamo/{test}")  # nor Dynamo's work
 
 
 @pytest.fixture(autouse=True)
