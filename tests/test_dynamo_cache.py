@@ -126,7 +126,8 @@ CHILD = textwrap.dedent('''
             report["train_right"] = all(torch.allclose(a, b, atol=1e-5) for a, b in zip(got, [x.grad, m.lin.weight.grad]))
             with torch.no_grad():
                 x, y = inputs()
-                report["off_right"] = torch.allclose(strata.compile(fn)(x, y), fn(x, y))
+                report["off_right"] = torch.allclose(strata.compile(fn, options={"dynamo_cache": False})(x, y), fn(x, y))
+                report["default_right"] = torch.allclose(strata.compile(fn)(x, y), fn(x, y))  # on: saved
     report["warnings"] = [str(w.message) for w in caught if "dynamo_cache" in str(w.message)]
     print("REPORT " + json.dumps(report))
 ''')
@@ -232,5 +233,5 @@ def test_a_corrupt_package_warns_and_compiles_afresh(runs):
 
 def test_training_and_the_option_off_save_nothing(runs):
     train = runs["train"]
-    assert train["train_right"] and train["off_right"] and train["warnings"] == []
-    assert runs["train_packages"] == []
+    assert train["train_right"] and train["off_right"] and train["default_right"] and train["warnings"] == []
+    assert len(runs["train_packages"]) == 1  # fn under the default options only
