@@ -6,9 +6,10 @@ time.
 
 Contenders, timed per call on the host (N calls, then a synchronize; interleaved
 rounds, median): eager; Inductor default and reduce-overhead; strata default,
-reduce-overhead, and with Triton's own launch path (STRATA_TRITON_DIRECT=0); strata's
+reduce-overhead, with Triton's own launch path (STRATA_TRITON_DIRECT=0), and with
+Triton's launcher in place of torch's static one (STRATA_TRITON_STATIC=0); strata's
 graph callable without Dynamo and AOTAutograd; strata's kernel launch alone (direct,
-and through the JITFunction). Then a profile of strata's default call.
+through Triton's launcher, and through the JITFunction). Then a profile of strata's default call.
 """
 
 from __future__ import annotations
@@ -60,9 +61,9 @@ def host_time(fns: dict, rounds: int, calls: int) -> dict[str, float]:
     return {k: statistics.median(v) for k, v in samples.items()}
 
 
-def compiled_strata(mode: str | None = None, direct: bool = True):
+def compiled_strata(mode: str | None = None, env: dict[str, str] | None = None):
     """strata.compile(tiny_op) plus what it built: the graph callable (no Dynamo) and
-    the compiled kernels."""
+    the compiled kernels; `env` is set while it compiles and makes its first calls."""
     graphs, kernels = [], []
     original_graph, original_kernel = backend.compile_graph, triton_gpu.compile_kernel
 
@@ -74,8 +75,9 @@ def compiled_strata(mode: str | None = None, direct: bool = True):
         kernels.append(original_kernel(*a, **k))
         return kernels[-1]
 
-    old = os.environ.get("STRATA_TRITON_DIRECT")
-    os.environ["STRATA_TRITON_DIRECT"] = "1" if direct else "0"
+    env = env or {}
+    old = {k: os.environ.get(k) for k in env}
+    os.environ.update(env)
     backend.compile_graph, triton_gpu.compile_kernel = record_graph, record_kernel
     try:
         f = strata.compile(fresh(tiny_op), mode=mode)
@@ -84,10 +86,11 @@ def compiled_strata(mode: str | None = None, direct: bool = True):
         f(x)
     finally:
         backend.compile_graph, triton_gpu.compile_kernel = original_graph, original_kernel
-        if old is None:
-            del os.environ["STRATA_TRITON_DIRECT"]
-        else:
-            os.environ["STRATA_TRITON_DIRECT"] = old
+        for k, v in old.items():
+            if v is None:
+                del os.environ[k]
+            else:
+                os.environ[k] = v
     return f, graphs, kernels
 
 
@@ -107,16 +110,19 @@ def main() -> None:
         g(x), g(x), g(x)
         fns[f"inductor {mode}"] = lambda g=g: g(x)
     s_direct, graphs, kernels = compiled_strata()
-    s_plain, _, kernels_plain = compiled_strata(direct=False)
+    s_plain, _, kernels_plain = compiled_strata(env={"STRATA_TRITON_DIRECT": "0"})
+    s_triton, _, kernels_triton = compiled_strata(env={"STRATA_TRITON_STATIC": "0"})
     s_ro, _, _ = compiled_strata("reduce-overhead")
     fns["strata default"] = lambda: s_direct(x)
     fns["strata no direct launch"] = lambda: s_plain(x)
+    fns["strata Triton's launcher (no static)"] = lambda: s_triton(x)
     fns["strata reduce-overhead"] = lambda: s_ro(x)
     graph = graphs[0]
     fns["strata graph callable (no Dynamo/AOT)"] = lambda: graph([x])
     kernel, kernel_plain = kernels[0], kernels_plain[0]
     fns["strata kernel launch (direct)"] = lambda: kernel([x, out], [])
     fns["strata kernel launch (JITFunction)"] = lambda: kernel_plain([x, out], [])
+    fns["strata kernel launch (Triton's launcher)"] = lambda: kernels_triton[0]([x, out], [])
     fns["torch.empty_like"] = lambda: torch.empty_like(x)
     site = kernel.module._site0 if hasattr(kernel.module, "_site0") else None
     print(f"direct call site: {site is not None and site.direct}, entries {len(site.entries) if site else 0}", flush=True)

@@ -4,10 +4,12 @@
 computes a specialization key, looks the compiled kernel up and only then launches:
 tens of microseconds of Python per launch, which is most of the cost of a small
 compiled graph. A generated module's launch statements each call one kernel with fixed
-options, so a `CallSite` remembers, per argument specialization (each pointer 16-byte
-aligned or not; each integer 1, a multiple of 16, 64-bit), the compiled kernel that
-Triton's own first launch made, and later launches it directly through the kernel's
-launcher, as TorchInductor does. `DirectLauncher` stands in for a JITFunction whose
+options, so a `CallSite` keeps, per argument specialization (each pointer 16-byte
+aligned or not; each integer 1, a multiple of 16, 64-bit), the compiled kernel (Triton
+compiles it without launching, `JITFunction.warmup`) loaded into a launcher, and
+launches it directly: torch's static launcher where it can take the kernel
+(codegen/triton_static_launch.py), else the C launcher Triton builds for the kernel's
+signature, as TorchInductor does. `DirectLauncher` stands in for a JITFunction whose
 options vary from call to call (tiles chosen at run time): one CallSite per options.
 
 Anything unusual goes through Triton's own path: launch hooks set (a profiler), an
@@ -23,6 +25,8 @@ from types import ModuleType
 from typing import Any
 
 import torch
+
+from strata.codegen.triton_static_launch import static_entry
 
 ENV_VAR = "STRATA_TRITON_DIRECT"
 
@@ -58,6 +62,10 @@ class CallSite:
             jit is not None and isinstance(fn, jit) and self.hooks is not None and os.environ.get(ENV_VAR, "1") != "0"
         )
         self.constants = tuple(options[p.name] for p in fn.params if p.is_constexpr) if self.direct else ()
+        # Which of the kernel's parameters the positional arguments are.
+        self.runtime_params = [i for i, p in enumerate(fn.params) if not p.is_constexpr] if self.direct else []
+        # Per specialization: torch's static launcher (8 fields, triton_static_launch)
+        # or Triton's generated one (run, function, metadata).
         self.entries: dict[tuple, tuple] = {}
         self.device = self.stream = None
 
@@ -65,9 +73,7 @@ class CallSite:
         # The hot path of every launch: one specialization key, one dict lookup, the
         # launcher; no other Python call (each costs about a microsecond).
         if self.direct:
-            # What Triton specializes a compiled kernel on (each pointer 16-byte aligned
-            # or not; each int 1, a multiple of 16, 32-bit); None: an argument the
-            # direct path does not handle. Written out here: a call fewer per launch.
+            # specialization(args), written out here: a call fewer per launch.
             key = tuple([
                 (a.data_ptr() % 16 == 0)
                 if isinstance(a, Tensor)
@@ -76,33 +82,65 @@ class CallSite:
             ])
             if None in key:
                 key = None
-            entry = self.entries.get(key)
             hooks = self.hooks
             enter, exit_ = hooks.launch_enter_hook, hooks.launch_exit_hook
             # Launch hooks idle: None (Triton 3.9) or an empty HookChain (Triton 3.6,
             # whose hooks are never None), tested here rather than in a function call.
             if (
-                entry is not None
+                key is not None
                 and (enter is None or not getattr(enter, "calls", _BUSY))
                 and (exit_ is None or not getattr(exit_, "calls", _BUSY))
             ):
-                run, function, metadata = entry
-                run(grid[0], grid[1] if len(grid) > 1 else 1, 1, self.stream(self.device()), function, metadata,
-                    None, None, None, *args, *self.constants)
-                return
-            compiled = self.fn[grid](*args, **self.options)
-            if key is not None and compiled is not None:
-                self._remember(key, compiled)
-            return
+                entry = self.entries.get(key)
+                if entry is None:  # compiled (or found compiled) without launching
+                    entry = self._remember(key, self.fn.warmup(*args, grid=grid, **self.options))
+                if entry is not None:
+                    if len(entry) == 3:
+                        run, function, metadata = entry
+                        run(grid[0], grid[1] if len(grid) > 1 else 1, 1, self.stream(self.device()), function, metadata,
+                            None, None, None, *args, *self.constants)
+                    else:
+                        launch, function, warps, shared, types, pick, extra, _ = entry
+                        launch(function, grid[0], grid[1] if len(grid) > 1 else 1, 1, warps, shared, types,
+                               (args if pick is None else pick(args)) + extra, self.stream(self.device()))
+                    return
         self.fn[grid](*args, **self.options)
 
-    def _remember(self, key: tuple, compiled: Any) -> None:
+    def prepare(self, grid: tuple[int, ...], args: tuple) -> None:
+        """What the first launch with these arguments would do, launching nothing:
+        compiles the kernel and loads it into its launcher (triton_precompile)."""
+        compiled = self.fn.warmup(*args, grid=grid, **self.options)
+        key = specialization(args)
+        if self.direct and key is not None:
+            self._remember(key, compiled)
+        else:
+            getattr(compiled, "run", None)  # Triton's launcher, built and loaded
+
+    def _remember(self, key: tuple, compiled: Any) -> tuple | None:
+        """The entry launching `compiled` (None: the site stays on Triton's path)."""
         try:
-            run = compiled.run  # loads the binary on first access
-            self.entries[key] = (run, compiled.function, compiled.packed_metadata)
+            entry = static_entry(compiled, self.runtime_params)
+            if entry is None:
+                entry = (compiled.run, compiled.function, compiled.packed_metadata)  # builds Triton's launcher
             self.device, self.stream = _current_device_and_stream()
         except AttributeError:  # a Triton without this launcher: stay on its own path
             self.direct = False
+            return None
+        self.entries[key] = entry
+        return entry
+
+
+def specialization(args: tuple) -> tuple | None:
+    """What Triton specializes a compiled kernel on: each pointer 16-byte aligned or
+    not; each int 1, a multiple of 16, 32-bit. None: an argument the direct path does
+    not handle."""
+    key = tuple([
+        (a.data_ptr() % 16 == 0)
+        if isinstance(a, Tensor)
+        else ((a == 1, a % 16 == 0, -2147483648 <= a < 2147483648) if type(a) is int else None)
+        for a in args
+    ])
+    return None if None in key else key
 
 
 class DirectLauncher:
@@ -114,9 +152,9 @@ class DirectLauncher:
         self.sites: dict[tuple, CallSite] = {}
 
     def __getitem__(self, grid: tuple[int, ...]):
-        return lambda *args, **options: self._site(options)(grid, *args)
+        return lambda *args, **options: self.site(options)(grid, *args)
 
-    def _site(self, options: dict[str, Any]) -> CallSite:
+    def site(self, options: dict[str, Any]) -> CallSite:
         key = tuple(options.items())
         site = self.sites.get(key)
         if site is None:

@@ -5,12 +5,15 @@ waiting on ptxas and, for each new argument signature, on a C compiler building 
 launcher (both subprocesses). A cold compile of resnet18 spent about half of its
 kernel time waiting on them (docs/performance.md). Here, once a graph's kernels are
 generated, each kernel module's `launch` is run with every CallSite (and DirectLauncher)
-replaced by a stand-in that asks Triton to compile (`JITFunction.warmup`) and load the
-kernel that site would launch, without launching it; the modules are taken by a pool of
-threads, so the subprocesses of several kernels run at once. The kernels land in
-Triton's own caches under the keys the real launches compute (the buffers are real
+replaced by a stand-in that asks Triton to compile (`JITFunction.warmup`) the kernel
+that site would launch, and loads it into the site's launcher (CallSite.prepare),
+without launching it; the modules are taken by a pool of threads, so the subprocesses
+of several kernels run at once. The kernels land in Triton's caches, and the loaded
+launchers in the sites, under the keys the real launches compute (the buffers are real
 tensors of the right dtypes, 16-byte aligned as the graph's buffers are; the symbols
-have the call's values), so the first launches find them.
+have the call's values), so the first launches find them. (Since the sites launch
+through torch's static launcher, codegen/triton_static_launch.py, no C launcher is
+built at all where it takes the kernel.)
 
 Kernels of static sizes are compiled when the graph is built; kernels of symbolic sizes
 (whose tile the sizes choose) at the start of the graph's first call, for that call's
@@ -39,20 +42,15 @@ ENV_VAR = "STRATA_PRECOMPILE_THREADS"
 log = logging.getLogger("strata.codegen")
 
 
-def _compile(fn: Any, grid: tuple[int, ...], args: tuple, options: dict[str, Any]) -> None:
-    kernel = fn.warmup(*args, grid=grid, **options)
-    getattr(kernel, "run", None)  # builds the launcher and loads the binary
-
-
 class _Compiling:
     """A CallSite's stand-in during precompile: compiles and loads the kernel the site
-    would launch with these arguments, launching nothing."""
+    would launch with these arguments, launching nothing (CallSite.prepare)."""
 
     def __init__(self, site: CallSite):
         self.site = site
 
     def __call__(self, grid: tuple[int, ...], *args: Any) -> None:
-        _compile(self.site.fn, grid, args, self.site.options)
+        self.site.prepare(grid, args)
 
 
 class _CompilingLauncher:
@@ -63,7 +61,7 @@ class _CompilingLauncher:
         self.launcher = launcher
 
     def __getitem__(self, grid: tuple[int, ...]):
-        return lambda *args, **options: _compile(self.launcher.fn, grid, args, options)
+        return lambda *args, **options: self.launcher.site(options).prepare(grid, args)
 
 
 def precompile_module(module: ModuleType, dtypes: list[torch.dtype], device: torch.device, symbols: list[int] = ()) -> None:

@@ -1,6 +1,8 @@
-"""Direct launches of compiled Triton kernels (codegen/triton_launch.py): after Triton's
-own first launch, a call site launches the compiled kernel through its launcher, and
-goes back to Triton's path for a new specialization, a launch hook, or when asked."""
+"""Direct launches of compiled Triton kernels (codegen/triton_launch.py): a call site
+has Triton compile the kernel without launching it, then launches it through torch's
+static launcher (codegen/triton_static_launch.py) or, where that cannot take it,
+Triton's own; it goes through Triton's whole path for a launch hook, an argument it
+does not handle, or when asked."""
 
 from __future__ import annotations
 
@@ -24,9 +26,9 @@ class FakeCompiled:
 
 class FakeJIT:
     """Stands in for a triton.JITFunction: `fn[grid](*args, **options)` is Triton's own
-    (slow) path, which compiles and returns the compiled kernel."""
+    (slow) path; `warmup` compiles without launching."""
 
-    params = [FakeParam("in0", False), FakeParam("out0", False), FakeParam("XBLOCK", True)]
+    params = [FakeParam("in0", False), FakeParam("n", False), FakeParam("out0", False), FakeParam("XBLOCK", True)]
 
     def __init__(self):
         self.log = []
@@ -34,31 +36,59 @@ class FakeJIT:
     def __getitem__(self, grid):
         def launch(*args, **options):
             self.log.append(("triton", grid, args))
-            return FakeCompiled(self.log)
 
         return launch
 
+    def warmup(self, *args, grid, **options):
+        self.log.append(("warmup", grid, args))
+        return FakeCompiled(self.log)
 
-def test_call_sites_launch_directly_after_triton_compiled(monkeypatch):
-    from triton import knobs
 
+def _fake_site(monkeypatch, static=None):
     from strata.codegen import triton_launch
 
     monkeypatch.setattr(triton_launch, "_jit_function_type", lambda: FakeJIT)
     monkeypatch.setattr(triton_launch, "_current_device_and_stream", lambda: (lambda: 0, lambda device: "stream"))
+    monkeypatch.setattr(triton_launch, "static_entry", static or (lambda compiled, params: None))
     fn = FakeJIT()
-    site = triton_launch.CallSite(fn, XBLOCK=128, num_warps=4)
+    return fn, triton_launch.CallSite(fn, XBLOCK=128, num_warps=4)
+
+
+def test_call_sites_launch_through_triton_s_launcher_where_the_static_one_cannot(monkeypatch):
+    from triton import knobs
+
+    fn, site = _fake_site(monkeypatch)
     a, out = torch.empty(64), torch.empty(64)
-    site((4,), a, out)
-    site((4,), a, out)
-    assert [e[0] for e in fn.log] == ["triton", "direct"]
-    assert fn.log[1][1] == (4, 1, 1, "stream", "function", "metadata", None, None, None, a, out, 128)
-    misaligned = torch.empty(65)[1:]  # 4 bytes off: another specialization, Triton's path
-    site((4,), misaligned, out)
-    assert fn.log[-1][0] == "triton"
+    site((4,), a, 64, out)
+    site((4,), a, 64, out)
+    assert [e[0] for e in fn.log] == ["warmup", "direct", "direct"]  # compiled once, never Triton's launch
+    assert fn.log[1][1] == (4, 1, 1, "stream", "function", "metadata", None, None, None, a, 64, out, 128)
+    misaligned = torch.empty(65)[1:]  # 4 bytes off: another specialization, compiled for it
+    site((4,), misaligned, 64, out)
+    assert [e[0] for e in fn.log[-2:]] == ["warmup", "direct"]
     monkeypatch.setattr(knobs.runtime.launch_enter_hook, "calls", [lambda *a: None])  # a profiler's hook
-    site((4,), a, out)
+    site((4,), a, 64, out)
     assert fn.log[-1][0] == "triton"
+    monkeypatch.setattr(knobs.runtime.launch_enter_hook, "calls", [])
+    site((4,), a, 2.5, out)  # a float: not a specialization the direct path computes
+    assert fn.log[-1][0] == "triton"
+
+
+def test_call_sites_launch_through_torch_s_static_launcher(monkeypatch):
+    launches, asked = [], []
+
+    def static(compiled, params):
+        asked.append(params)
+        # Triton made `n` (param 1) a constant, and the kernel takes a scratch pointer.
+        return (lambda *a: launches.append(a)), "fn", 8, 1024, "OOO", (lambda args: (args[0], args[2])), (None,), object()
+
+    fn, site = _fake_site(monkeypatch, static)
+    a, out = torch.empty(64), torch.empty(64)
+    site((4, 2), a, 1, out)
+    site((4, 2), a, 1, out)
+    assert asked == [[0, 1, 2]]  # the positional arguments' parameters, XBLOCK left out
+    assert [e[0] for e in fn.log] == ["warmup"]
+    assert launches == [("fn", 4, 2, 1, 8, 1024, "OOO", (a, out, None), "stream")] * 2
 
 
 def test_call_sites_take_triton_s_path_when_asked(monkeypatch):
@@ -69,5 +99,5 @@ def test_call_sites_take_triton_s_path_when_asked(monkeypatch):
     fn = FakeJIT()
     site = triton_launch.CallSite(fn, XBLOCK=128)
     for _ in range(3):
-        site((1,), torch.empty(4), torch.empty(4))
+        site((1,), torch.empty(4), 4, torch.empty(4))
     assert [e[0] for e in fn.log] == ["triton"] * 3
