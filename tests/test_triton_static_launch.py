@@ -75,10 +75,10 @@ def test_triton_s_launcher_where_the_static_one_cannot(fake_static, monkeypatch,
 @pytest.mark.skipif(not torch.cuda.is_available(), reason="launches on a GPU")
 @pytest.mark.parametrize("dynamic", [False, True])
 def test_a_compiled_graph_launches_through_the_static_launcher(tmp_path, monkeypatch, dynamic):
-    import gc
+    import sys
 
     import strata
-    from strata.codegen.triton_launch import CallSite
+    from strata.codegen.triton_launch import CallSite, DirectLauncher
 
     monkeypatch.setenv("STRATA_CACHE_DIR", str(tmp_path))
 
@@ -90,5 +90,10 @@ def test_a_compiled_graph_launches_through_the_static_launcher(tmp_path, monkeyp
         x, y = torch.randn(rows, 1000, device="cuda"), torch.randn(rows, 1000, device="cuda")
         for a, b in zip(compiled(x, y), f(x, y)):
             torch.testing.assert_close(a, b)
-    sites = [o for o in gc.get_objects() if isinstance(o, CallSite) and o.entries]
+    sites = []
+    for name, module in list(sys.modules.items()):
+        if name.startswith("strata_triton_"):  # the generated kernel modules
+            for v in vars(module).values():
+                sites += [v] if isinstance(v, CallSite) else list(v.sites.values()) if isinstance(v, DirectLauncher) else []
+    sites = [s for s in sites if s.entries]
     assert sites and all(len(e) == 8 for s in sites for e in s.entries.values())
