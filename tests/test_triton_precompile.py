@@ -125,3 +125,42 @@ def test_a_graph_first_call_finds_its_kernels_compiled(monkeypatch, tmp_path, dy
     for a, b in zip(out, expected):
         torch.testing.assert_close(a, b)
     assert compiled_on and all(name.startswith("strata-precompile") for name in compiled_on), compiled_on
+
+
+def test_warm_ups_run_on_the_pool_and_a_failing_one_is_left_to_the_first_call(monkeypatch):
+    monkeypatch.setenv(triton_precompile.ENV_VAR, "4")
+    ran = []
+
+    def warm_up():
+        ran.append(threading.current_thread().name)
+
+    def failing():
+        raise RuntimeError("no such backend")
+
+    log = []
+    module, _ = fake_module(log)
+    assert triton_precompile.precompile([(module, [torch.float32, torch.float32], [])], torch.device("cpu"),
+                                        [warm_up, failing]) == 1
+    assert len(ran) == 1 and ran[0].startswith("strata-precompile")
+    assert [e[0] for e in log] == ["warmup", "loaded"]
+
+
+def test_attention_warm_up_calls_attention_on_inputs_of_the_op_s_shapes():
+    from xdsl.utils.test_value import create_ssa_value
+
+    from strata.dialects.prim_attention import ScaledDotProductAttentionOp
+    from strata.dialects.types import TensorType
+    from strata.runtime.compiled_graph import WARM_UP_MASK_BYTES, attention_warm_up
+
+    q = create_ssa_value(TensorType([2, 4, 16, 8], "bf16"))
+    calls = []
+    op = ScaledDotProductAttentionOp(q, q, q, None, True, None)
+    attention_warm_up(lambda *xs: calls.append([(tuple(x.shape), x.dtype) for x in xs]), op, torch.device("cpu"))()
+    assert calls == [[((2, 4, 16, 8), torch.bfloat16)] * 3]
+    symbolic = create_ssa_value(TensorType([2, 4, "s0", 8], "bf16"))
+    assert attention_warm_up(print, ScaledDotProductAttentionOp(symbolic, symbolic, symbolic, None, True, None),
+                             torch.device("cpu")) is None
+    side = int((WARM_UP_MASK_BYTES // 4) ** 0.5) + 1  # an f32 mask just over the limit
+    mask = create_ssa_value(TensorType([1, 1, side, side], "f32"))
+    big = create_ssa_value(TensorType([1, 1, side, 8], "f32"))
+    assert attention_warm_up(print, ScaledDotProductAttentionOp(big, big, big, mask, False, None), torch.device("cpu")) is None
