@@ -236,19 +236,21 @@ def _bind_globals(entry) -> str | None:
     name made of their id. torch saves those that are imports it made itself
     (`__import_torch_dot_nn`), not the modules codegen loads (`___module_collections_<id>_c0`,
     which rebuilding a ModelOutput reads): those are added to the entry's imports here.
-    Any other such object cannot be saved: why, or None."""
+    Any other such object cannot be saved: why, or None. Identity guards name such
+    modules too where the bytecode does not (`G['_<id>_c3'].Tensor`, under autocast):
+    every module Dynamo put there is bound, so that a loading process finds them."""
     from torch._dynamo.package import SerializedCode
 
     scope = vars(sys.modules[entry.python_module])
-    for guarded in entry.guarded_codes:
-        for code in codes(SerializedCode.to_code_object(guarded.dynamo_code)):
-            for name in code.co_names:
-                if name in entry.import_sources or not _BY_ID.fullmatch(name):
-                    continue
-                value = scope.get(name)
-                if not isinstance(value, types.ModuleType):
-                    return f"the bytecode reads {name}, an object Dynamo put in the module's globals"
-                entry.import_sources[name] = value.__name__
+    read = {name for guarded in entry.guarded_codes
+            for code in codes(SerializedCode.to_code_object(guarded.dynamo_code)) for name in code.co_names}
+    for name in sorted(read | {n for n, v in scope.items() if isinstance(v, types.ModuleType)}):
+        if name in entry.import_sources or not _BY_ID.fullmatch(name):
+            continue
+        value = scope.get(name)
+        if not isinstance(value, types.ModuleType):
+            return f"the bytecode reads {name}, an object Dynamo put in the module's globals"
+        entry.import_sources[name] = value.__name__
     return None
 
 

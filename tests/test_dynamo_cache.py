@@ -235,3 +235,22 @@ def test_training_and_the_option_off_save_nothing(runs):
     train = runs["train"]
     assert train["train_right"] and train["off_right"] and train["default_right"] and train["warnings"] == []
     assert len(runs["train_packages"]) == 1  # fn under the default options only
+
+
+def test_modules_dynamo_put_in_globals_by_id_are_bound_for_the_loading_process(monkeypatch):
+    """A guard may name a module Dynamo installed under an id-made name that the bytecode
+    never reads (G['_<id>_c3'].Tensor, under CUDA autocast): the loading process must find
+    it, so the package imports it like the bytecode's own."""
+    import types
+
+    import torch
+
+    from strata.frontend import dynamo_cache
+
+    module = types.ModuleType("strata_test_bound_globals")
+    module._139740546622912_c3 = torch  # what Dynamo's install_global_by_id makes
+    module.not_by_id = json
+    monkeypatch.setitem(sys.modules, module.__name__, module)
+    entry = types.SimpleNamespace(python_module=module.__name__, guarded_codes=[], import_sources={})
+    assert dynamo_cache._bind_globals(entry) is None
+    assert entry.import_sources == {"_139740546622912_c3": "torch"}
