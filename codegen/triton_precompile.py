@@ -30,7 +30,6 @@ from __future__ import annotations
 import contextlib
 import logging
 import os
-from collections.abc import Callable, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from types import ModuleType
 from typing import Any
@@ -114,12 +113,10 @@ def _process_state() -> None:
         log.info("Triton's process state not made ahead (%s: %s)", type(e).__name__, e)
 
 
-def precompile(jobs: list[Job], device: torch.device, warm_ups: Sequence[Callable[[], Any]] = ()) -> int:
-    """Compiles each job's kernels on a pool of threads, beside the warm-ups (library
-    calls whose first run builds something, started first: runtime/compiled_graph.py's
-    attention_warm_up); returns how many modules compiled without error (the others
-    compile at their first launch). A warm-up that fails is left to the first call."""
-    workers = min(threads(), len(jobs) + len(warm_ups))
+def precompile(jobs: list[Job], device: torch.device) -> int:
+    """Compiles each job's kernels on a pool of threads; returns how many modules
+    compiled without error (the others compile at their first launch)."""
+    workers = min(threads(), len(jobs))
     if workers == 0:
         return 0
     if device.type == "cuda":
@@ -134,16 +131,5 @@ def precompile(jobs: list[Job], device: torch.device, warm_ups: Sequence[Callabl
             log.info("precompile of %s failed (%s: %s); it compiles at its first launch", module.__name__, type(e).__name__, e)
             return False
 
-    def warm(warm_up: Callable[[], Any]) -> None:
-        try:
-            with torch.cuda.device(device) if device.type == "cuda" else contextlib.nullcontext():
-                warm_up()
-        except Exception as e:  # noqa: BLE001 - the first call does it
-            log.info("a warm-up failed (%s: %s); the first call does it", type(e).__name__, e)
-
     with ThreadPoolExecutor(workers, thread_name_prefix="strata-precompile") as pool:
-        warming = [pool.submit(warm, w) for w in warm_ups]
-        compiled = sum(pool.map(one, jobs))
-        for w in warming:
-            w.result()
-        return compiled
+        return sum(pool.map(one, jobs))

@@ -20,7 +20,6 @@ statements and static views made without torch's dispatcher (runtime/views.py).
 
 from __future__ import annotations
 
-import math
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
@@ -101,7 +100,6 @@ class CompiledGraph:
         self._enter = self._entry()
         self.steps: list[Step] = []
         self._precompile: dict[int, tuple[Any, list[torch.dtype], list[int]]] = {}
-        self._warm_ups: list[Callable[[], Any]] = []  # library calls run once beside them
         self._fresh_products: set[int] = set()  # result slots of oneDNN products (no out=)
         self._first_call_jobs: list | None = []  # None once the first call has run them
         step_ops = []
@@ -126,12 +124,11 @@ class CompiledGraph:
             else:
                 raise ValueError(f"the runtime cannot run {op.name}")
             step_ops.append(op)
-        if self._precompile or self._warm_ups:  # the Triton kernels compiled side by side, now
+        if self._precompile:  # the Triton kernels compiled side by side, now
             from strata.codegen.triton_precompile import precompile
 
-            precompile(list(self._precompile.values()), self.device, self._warm_ups)
+            precompile(list(self._precompile.values()), self.device)
             self._precompile.clear()
-            self._warm_ups.clear()
         self._registers = len(self._slots)
         self._plan = self._with_frees(step_ops)
         self._run, self.runner_source = generate_runner(self._plan, f"{len(self._plan)} steps")
@@ -343,10 +340,6 @@ class CompiledGraph:
 
             return InlineStep([f"regs[{result}] = {{f}}({args})"], {"f": onednn}, linear, op.name)
         fast = _static_library_call(op, result_format(op), _only_viewed_by_library_calls(op.results[0]))
-        if fast is not None and isinstance(op, ScaledDotProductAttentionOp) and self.device.type == "cuda":
-            warm_up = attention_warm_up(fast, op, self.device)
-            if warm_up is not None:
-                self._warm_ups.append(warm_up)
         if fast is not None:
             if len(operands) == 1:
                 (x,) = operands
@@ -609,30 +602,6 @@ def _views_read_by_library_calls(view: SSAValue) -> bool:
         if isinstance(reader, prim.VIEW_OPS) and not _views_read_by_library_calls(reader.results[0]):
             return False
     return True
-
-
-# The largest mask a warm-up allocates (bytes): beyond it, the first call warms itself.
-WARM_UP_MASK_BYTES = 1 << 24
-
-
-def attention_warm_up(attention: Callable, op: ScaledDotProductAttentionOp, device: torch.device) -> Callable[[], Any] | None:
-    """One call of torch's attention on empty inputs of the op's shapes and dtypes, for
-    the precompile pool: torch's first attention call of a kind (cuDNN's, on Hopper)
-    builds its kernel, 0.3-0.65 s on an H200 the first time on a machine and 30-60 ms
-    for each new shape in a process (docs/performance.md), which then overlaps the
-    Triton compiles instead of delaying the first call. None where a size is symbolic
-    or the mask is large."""
-    shapes = [_static(v.type.dims) for v in op.operands]
-    if any(shape is None for shape in shapes):
-        return None
-    dtypes = [DTYPES[v.type.dtype] for v in op.operands]
-    if len(shapes) > 3 and math.prod(shapes[3]) * dtypes[3].itemsize > WARM_UP_MASK_BYTES:
-        return None
-
-    def warm_up() -> None:
-        attention(*[torch.zeros(shape, dtype=dtype, device=device) for shape, dtype in zip(shapes, dtypes)])
-
-    return warm_up
 
 
 def _static_library_call(
