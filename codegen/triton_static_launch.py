@@ -33,12 +33,13 @@ def static_entry(compiled: Any, runtime_params: list[int]) -> tuple | None:
     `kernel` owns the loaded module (it unloads it when collected)."""
     if os.environ.get(ENV_VAR, "1") == "0":
         return None
+    metadata = getattr(compiled, "metadata", None)
+    if getattr(metadata, "launch_pdl", False) or getattr(metadata, "launch_cooperative_grid", False):
+        log.info("%s: Triton's launcher, not torch's static one (launch attributes)", getattr(compiled, "name", "?"))
+        return None
     try:
         from torch._inductor.runtime.static_triton_launcher import StaticallyLaunchedCudaKernel  # private
 
-        metadata = compiled.metadata
-        if getattr(metadata, "launch_pdl", False) or getattr(metadata, "launch_cooperative_grid", False):
-            raise NotImplementedError("launch attributes")
         compiled._cubin_path = _cubin_path(compiled)
         kernel = StaticallyLaunchedCudaKernel(compiled)
         kernel.load_kernel(torch.cuda.current_device())

@@ -124,18 +124,19 @@ def frame_values(state, f_locals: dict, f_globals: dict) -> dict | None:
     left_out = getattr(state, ATTR, ())
     if not left_out:
         return {}
-    closure_vars = _get_closure_vars()
+    scratch = dict(_get_closure_vars())  # get_value's locals: it adds and removes a temporary
     live: dict = {}
     frame = {"L": f_locals, "G": f_globals, "__builtins__": builtins.__dict__}
     describe = Describer()
     for guard, description in left_out:
         try:
-            value = guard.originating_source.get_value(frame, dict(closure_vars), live)
+            value = guard.originating_source.get_value(frame, scratch, live)
         except Exception as e:  # noqa: BLE001 - the name is gone: not the traced frame
             log.info("dynamo_cache: %s is not in this frame (%s: %s)", guard.name, type(e).__name__, e)
             return None
-        if describe(value, []) != description:
-            log.info("dynamo_cache: %s is %r here, not %r as traced", guard.name, describe(value, []), description)
+        here = describe(value, [])
+        if here != description:
+            log.info("dynamo_cache: %s is %r here, not %r as traced", guard.name, here, description)
             return None
     saved = {"L": state.output_graph.local_scope, "G": state.output_graph.global_scope, "__builtins__": builtins.__dict__}
     values = {}
@@ -144,7 +145,7 @@ def frame_values(state, f_locals: dict, f_globals: dict) -> dict | None:
         values[source] = live[source]
         while (source := getattr(source, "base", None)) is not None and source in live:
             try:
-                if not isinstance(source.get_value(saved, dict(closure_vars), {}), _Missing):
+                if not isinstance(source.get_value(saved, scratch, {}), _Missing):
                     break
             except Exception:  # noqa: BLE001 - not in the saved scope: the frame's
                 pass
