@@ -1,9 +1,11 @@
 """Index and size expressions (sympy) printed as integer code for Triton and Python.
 
-Every variable and every intermediate value of an index is non-negative (sizes, loop
-indices, offsets into a buffer), so `floor(a/b)` prints as `a // b` and `Mod(a, b)` as
-`a % b`: Triton's integer division truncates and Python's floors, which agree there.
-The same text therefore serves kernel bodies and the Python launcher.
+Sizes, loop indices and offsets into a buffer are never negative, so `floor(a/b)`
+prints as `a // b` and `Mod(a, b)` as `a % b`: Triton's integer division truncates and
+Python's floors, which agree there. The same text therefore serves kernel bodies and the
+Python launcher. An expression over an int that may be negative (an `n…` or `m…` symbol) is
+printed in a form that floors under either rounding (`((a % m) + m) % m`), for a
+positive divisor; a division outside floor is one torch proved exact (`s0/4`).
 """
 
 from __future__ import annotations
@@ -11,6 +13,7 @@ from __future__ import annotations
 import sympy
 
 from strata.codegen.errors import CodegenError
+from strata.dialects.types import is_signed
 
 INT32_LIMIT = 2**31
 
@@ -24,6 +27,8 @@ def int_code(expr: sympy.Expr, python: bool = False) -> str:
     if isinstance(expr, sympy.Add):
         return _sum_code(expr, python)
     if isinstance(expr, sympy.Mul):
+        if any(a.is_Rational and not a.is_Integer for a in expr.args):
+            return int_code(sympy.floor(expr, evaluate=False), python)  # an exact division
         return _product_code(expr, python)
     if isinstance(expr, sympy.Pow) and expr.exp.is_Integer and expr.exp > 0:
         return "*".join([_factor_code(expr.base, python)] * int(expr.exp))
@@ -31,18 +36,37 @@ def int_code(expr: sympy.Expr, python: bool = False) -> str:
         num, den = sympy.fraction(sympy.together(expr.args[0]))
         if den == 1:
             return int_code(num, python)
+        if is_signed(expr) and not python:
+            if is_signed(den):
+                raise CodegenError(f"index expression {expr} divides by a value that may be negative")
+            if isinstance(expr, sympy.ceiling):  # ceiling(a) = -floor(-a)
+                return f"(-{_factor_code(sympy.floor(-expr.args[0]), python)})"
+            # exact once the floored remainder is taken off, so truncation floors too
+            return f"((({int_code(num, python)}) - {_floor_mod_code(num, den)}) // ({int_code(den, python)}))"
         if isinstance(expr, sympy.ceiling):
             num = num + den - 1
         return f"(({int_code(num, python)}) // ({int_code(den, python)}))"
     if isinstance(expr, sympy.Mod):
         a, m = expr.args
+        if is_signed(expr) and not python:
+            if is_signed(m):
+                raise CodegenError(f"index expression {expr} takes a modulo that may be negative")
+            return _floor_mod_code(a, m)
         return f"(({int_code(a, python)}) % ({int_code(m, python)}))"
+    if isinstance(expr, sympy.Abs):
+        return f"{'abs' if python else 'tl.abs'}({int_code(expr.args[0], python)})"
     if python and isinstance(expr, (sympy.Max, sympy.Min)):
         fn = "max" if isinstance(expr, sympy.Max) else "min"
         return f"{fn}({', '.join(int_code(a, python) for a in expr.args)})"
     raise CodegenError(
         f"index expression {expr} ({type(expr).__name__}) is not supported by the Triton code generator"
     )
+
+
+def _floor_mod_code(a: sympy.Expr, m: sympy.Expr) -> str:
+    """Python's a % m for m > 0, whether `%` truncates (Triton) or floors (Python)."""
+    a_code, m_code = int_code(a), int_code(m)
+    return f"(((({a_code}) % ({m_code})) + ({m_code})) % ({m_code}))"
 
 
 def _sum_code(expr: sympy.Add, python: bool) -> str:

@@ -688,33 +688,40 @@ class FullOp(TensorOp):
 
 @irdl_op_definition
 class IotaOp(TensorOp):
-    """The 1-D tensor start, start+step, … of `length` elements."""
+    """The 1-D tensor start, start+step, … of `length` elements. `start` may be an
+    expression over symbols (an int argument that may be negative): iota(1, start=e)
+    is how a tensor holds the value of a symbolic scalar."""
 
     name = "prim.iota"
     assembly_format = CREATION_FORMAT
     result = result_def()
     length = prop_def(Attribute)
-    start = prop_def(IntegerAttr)
+    start = prop_def(Attribute)
     step = prop_def(IntegerAttr)
     dtype = prop_def(StringAttr)
 
-    def __init__(self, length: Dim, start: int, step: int, dtype: str):
+    def __init__(self, length: Dim, start: Dim, step: int, dtype: str):
         super().__init__(
             result_types=[TensorType([length], dtype)],
             properties={
                 "length": dims_attr([length]).data[0],
-                "start": IntegerAttr(start, i64),
+                "start": dims_attr([start]).data[0],
                 "step": IntegerAttr(step, i64),
                 "dtype": StringAttr(dtype),
             },
         )
+
+    @property
+    def first(self) -> sympy.Expr:
+        """The first element, as an expression."""
+        return sym(dims_of(ArrayAttr([self.start]))[0])
 
     def infer_type(self) -> Attribute:
         return TensorType(dims_of(ArrayAttr([self.length])), self.dtype.data)
 
     def reference(self):
         n = concrete(dims_of(ArrayAttr([self.length])))[0]
-        s, st = self.start.value.data, self.step.value.data
+        s, st = concrete([self.first])[0], self.step.value.data
         return torch.arange(s, s + n * st, st, dtype=DTYPES[self.dtype.data])[:n]
 
 

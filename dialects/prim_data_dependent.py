@@ -35,7 +35,7 @@ from xdsl.traits import MemoryWriteEffect
 from xdsl.utils.exceptions import VerifyException
 
 from strata.dialects.prim import CREATION_FORMAT, FORMAT, PrimOp, TensorOp, dims_attr, dims_of
-from strata.dialects.types import _BINDINGS, DTYPES, Dim, TensorType, concrete, is_float, symbol
+from strata.dialects.types import _BINDINGS, DTYPES, Dim, TensorType, concrete, is_float, symbol, torch_symbol_name
 
 
 def bind_symbol(name: str, value: int | float) -> None:
@@ -224,7 +224,7 @@ def binds_symbols(op) -> bool:
     if isinstance(op, ItemOp):
         return True
     return any(
-        isinstance(d, sympy.Symbol) and d.name.startswith("u")
+        isinstance(d, sympy.Symbol) and torch_symbol_name(d.name).startswith("u")
         for r in op.results
         if isinstance(r.type, TensorType)
         for d in r.type.dims

@@ -137,12 +137,37 @@ _SYMPY_FUNCS.update(
 )
 
 
+# A symbol's assumptions follow from its name, so that IR text parses back to the same
+# expressions: `n…` (`ns3`, `nu0`) is an int of either sign (a Python int argument, a
+# value item() read), `m…` one torch's guards proved negative (`x[k]` traced at k = -3),
+# `zf…`/`zuf…` a float (torch's names), and every other name a size or a loop index,
+# never negative, which lets sympy simplify floor and Mod.
+SIGNED_PREFIX = "n"
+NEGATIVE_PREFIX = "m"
+FLOAT_PREFIXES = ("zf", "zuf")
+
+
 @lru_cache(maxsize=None)
 def symbol(name: str) -> sympy.Symbol:
-    """The sympy symbol strata uses for a shape symbol or a loop variable: an integer
-    that is never negative (sizes and loop indices), which lets sympy simplify
-    floor and Mod."""
+    """The sympy symbol strata uses for `name`, with the assumptions its name implies."""
+    if name.startswith(SIGNED_PREFIX):
+        return sympy.Symbol(name, integer=True)
+    if name.startswith(NEGATIVE_PREFIX):
+        return sympy.Symbol(name, integer=True, negative=True)
+    if name.startswith(FLOAT_PREFIXES):
+        return sympy.Symbol(name, real=True)
     return sympy.Symbol(name, integer=True, nonnegative=True)
+
+
+def torch_symbol_name(name: str) -> str:
+    """The name torch's ShapeEnv gave the symbol strata calls `name` (`ns3` → `s3`)."""
+    return name[1:] if name.startswith((SIGNED_PREFIX, NEGATIVE_PREFIX)) else name
+
+
+def is_signed(expr: sympy.Expr) -> bool:
+    """Whether `expr` names a symbol that may be negative: an index computed from it
+    needs floor division and modulo with Python's rounding, not the unsigned ones."""
+    return any(s.name.startswith((SIGNED_PREFIX, NEGATIVE_PREFIX)) for s in expr.free_symbols)
 
 
 def sym(text: str | int | sympy.Expr) -> sympy.Expr:
@@ -344,7 +369,48 @@ def from_torch_sympy(expr: sympy.Expr) -> sympy.Expr:
         (torch_sympy.PowByNatural, sympy.Pow),
         (torch_sympy.Identity, lambda x: x),
     )
+    expr = _exact_divisions(expr)
     for cls, plain in table:
         if expr.has(cls):
             expr = expr.replace(cls, plain)
-    return sym(expr)
+    return expr.xreplace({s: _strata_symbol(s) for s in expr.free_symbols})
+
+
+def _compiling_shape_env():
+    """The ShapeEnv of the compile in progress (Dynamo's tracing context), or None."""
+    from torch._guards import TracingContext
+
+    context = TracingContext.try_get()
+    fake_mode = getattr(context, "fake_mode", None)
+    return getattr(fake_mode, "shape_env", None)
+
+
+def _strata_symbol(s: sympy.Symbol) -> sympy.Symbol:
+    """strata's symbol for one of torch's, named by the sign that torch's assumptions,
+    or the value range its ShapeEnv proved under guards, give it: a size keeps its name,
+    an int proved negative is `m…`, any other int `n…`; floats and strata's own
+    names keep theirs."""
+    if s.name.startswith((SIGNED_PREFIX, NEGATIVE_PREFIX, *FLOAT_PREFIXES)) or s.is_nonnegative:
+        return symbol(s.name)
+    known = getattr(_compiling_shape_env(), "var_to_range", {}).get(s)
+    if known is not None and known.lower >= 0:
+        return symbol(s.name)
+    if known is not None and known.upper < 0:
+        return symbol(NEGATIVE_PREFIX + s.name)
+    return symbol(SIGNED_PREFIX + s.name)
+
+
+def _exact_divisions(expr: sympy.Expr) -> sympy.Expr:
+    """FloorDiv(a, b) as the exact a/b where the ShapeEnv knows b divides a: a guard
+    (`s0 % 4 == 0`, from `x.view(-1, 4)`) recorded it after the size was written.
+    The test is the one torch's own ShapeEnv.simplify makes."""
+    from torch.utils._sympy.functions import CleanDiv, FloorDiv, Mod
+
+    shape_env = _compiling_shape_env()
+    if not getattr(shape_env, "divisible", None) or not expr.has(FloorDiv):
+        return expr
+
+    def exact(e: sympy.Expr) -> sympy.Expr:
+        return CleanDiv(*e.args) if shape_env.replace(Mod(*e.args)) in shape_env.divisible else e
+
+    return expr.replace(lambda e: type(e) is FloorDiv, exact)

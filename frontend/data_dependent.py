@@ -6,8 +6,8 @@
   `index` or `f64` result and the symbol as `strata.symbol`, which its decomposition
   binds at run time (passes/decompositions/data_dependent.py).
 - `_assert_scalar` (torch's checks on unbacked values, `u0 <= 20`) keeps its condition
-  as `strata.condition`, over symbols of no assumed sign: strata's shape symbols are
-  never negative, which would make `u0 >= 0` true before a value from item() is seen.
+  as `strata.condition`, over symbols of no assumed sign: the check itself is what
+  gives a value from item() its range, so it must not be assumed while checking.
 - `sym_constrain_range_for_size` (torch._check_is_size) is the same check, `0 <= u0`.
 """
 
@@ -95,23 +95,12 @@ def _value(a: Any) -> Any:
 
 
 def _condition(expr: Any) -> str:
-    """torch's relation as text over plain integer symbols (no sign assumed)."""
+    """torch's relation as text over plain integer symbols (no sign assumed), named as
+    strata names them elsewhere (`nu0` for a value of either sign)."""
     expr = sympy.sympify(expr)
     if expr is sympy.true:
         return "True"
     if expr is sympy.false:
         raise UnsupportedValue("an assertion torch knows to fail")
-    expr = expr.xreplace({s: sympy.Symbol(s.name, integer=True) for s in expr.free_symbols})
+    expr = expr.xreplace({s: sympy.Symbol(from_torch_sympy(s).name, integer=True) for s in expr.free_symbols})
     return sympy.sstr(expr)
-
-
-def check_signs(value: torch.SymInt | torch.SymFloat | torch.SymBool) -> None:
-    """Refuses a symbolic argument that strata's symbols would change: they are never
-    negative integers (sizes), which a value item() read need not be (`abs(s)` would
-    read as `s`). Expressions over shape symbols alone pass untouched."""
-    expr = value.node.expr
-    if all(s.name.startswith("s") for s in expr.free_symbols) or isinstance(expr, sympy.Symbol):
-        return
-    plain = expr.xreplace({s: sympy.Symbol(s.name) for s in expr.free_symbols})
-    if sympy.sstr(from_torch_sympy(expr)) != sympy.sstr(plain):
-        raise UnsupportedValue(f"the value {expr} of unknown sign, which strata would read as a size")

@@ -87,8 +87,8 @@ def import_graph(gm: torch.fx.GraphModule) -> ImportedGraph:
         val = n.meta.get("val") if n.op == "placeholder" else _fetch_attr(gm, n.target)
         if isinstance(val, torch.SymInt):
             arg_types.append(IndexType())
-            expr = val.node.expr
-            name = str(expr) if isinstance(expr, sympy.Symbol) else None
+            expr = from_torch_sympy(val.node.expr)
+            name = expr.name if isinstance(expr, sympy.Symbol) else None
             arg_attrs.append(DictionaryAttr({"strata.symbol": StringAttr(name)} if name else {}))
             arg_symbols.append(name)
         elif isinstance(val, int):
@@ -303,13 +303,7 @@ def _value(raw: Any, env: dict) -> Any:
     if isinstance(raw, torch.fx.Node):
         meta = raw.meta.get("val")
         if isinstance(meta, torch.SymInt | torch.SymFloat | torch.SymBool):
-            from strata.frontend.data_dependent import UnsupportedValue, check_signs
-
-            try:
-                check_signs(meta)
-            except UnsupportedValue as e:
-                raise UnsupportedGraph(str(e)) from None
-            return meta  # encoded as its sympy expression
+            return meta  # encoded as its sympy expression, over symbols named by sign
         v = env.get(raw)
         if v is not None:
             return v

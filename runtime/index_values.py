@@ -1,9 +1,10 @@
 """Evaluating a kernel's index expressions exactly, in integers.
 
-An index is a sympy expression over loop variables and shape symbols, which are
-non-negative integers: sums, products, integer powers, Max and Min, and `floor`,
-`ceiling` and `Mod` of any rational expression over them (`floor(x0/s1 + x1/s1**2)`
-is one). Floating-point division would round large values wrongly, so the argument of
+An index is a sympy expression over loop variables and shape symbols (integers; only
+`n…` and `m…` symbols may be negative): sums, products, integer powers, Abs, Max and Min, and
+`floor`, `ceiling` and `Mod` of any rational expression over them
+(`floor(x0/s1 + x1/s1**2)` is one). A division outside `floor` is one torch proved
+exact (`s0/4` after a guard `s0 % 4 == 0`): it is floor-divided too. Floating-point division would round large values wrongly, so the argument of
 `floor` is written as one fraction p/q of integer expressions and floor-divided.
 Values are Python ints or int64 tensors (one value per point of the domain).
 """
@@ -27,7 +28,7 @@ def evaluate(expr: sympy.Expr, env: dict[str, Any]) -> Any:
         return reduce(lambda a, b: a + b, (evaluate(a, env) for a in expr.args))
     if isinstance(expr, sympy.Mul):
         if any(_is_reciprocal(a) for a in expr.args):
-            raise ValueError(f"index expression {expr} is not an integer (a division outside floor)")
+            return _floor(expr, env)  # an exact division
         return reduce(lambda a, b: a * b, (evaluate(a, env) for a in expr.args))
     if isinstance(expr, sympy.Pow) and expr.exp.is_Integer and expr.exp > 0:
         return evaluate(expr.base, env) ** int(expr.exp)
@@ -38,6 +39,9 @@ def evaluate(expr: sympy.Expr, env: dict[str, Any]) -> Any:
     if isinstance(expr, sympy.Mod):
         a, b = (evaluate(x, env) for x in expr.args)
         return _mod(a, b)
+    if isinstance(expr, sympy.Abs):
+        value = evaluate(expr.args[0], env)
+        return abs(value) if isinstance(value, int) else torch.abs(value)
     if isinstance(expr, sympy.Max | sympy.Min):
         values = [evaluate(a, env) for a in expr.args]
         if all(isinstance(v, int) for v in values):

@@ -207,16 +207,12 @@ class PrimBuilder:
 
         return item_source(self.op, e)
 
-    def _symbolic_scalar(self, e: sympy.Expr, is_size: bool = False) -> SSAValue:
-        """A 0-d i64 tensor holding the value of a size expression. prim.full takes
-        only numbers, so it is element e of iota(e + 1): a constant-time read.
-        `is_size`: e is some tensor's size, so never negative, where sympy cannot
-        tell (floor(s/4 - 1/4) + 1)."""
-        if not (e.is_integer and (is_size or e.is_nonnegative)):
+    def _symbolic_scalar(self, e: sympy.Expr) -> SSAValue:
+        """A 0-d i64 tensor holding the value of an integer expression over symbols
+        (of either sign): prim.full takes only numbers, prim.iota a symbolic start."""
+        if not e.is_integer:
             raise Decline(f"no prim op holds the symbolic scalar {e}")
-        iota = self.add(prim.IotaOp(sym(e + 1), 0, 1, "i64"))
-        one = self.add(prim.SliceOp(iota, [e], [e + 1], [1]))
-        return self.reshape(one, [])
+        return self.reshape(self.add(prim.IotaOp(1, e, 1, "i64")), [])
 
     def operand(self, a: Operand, dims: Sequence[Dim], dtype: str) -> SSAValue:
         """A tensor operand or a scalar as a tensor of `dims` and `dtype`."""
@@ -271,7 +267,7 @@ class PrimBuilder:
         t = tensor_of(x)
         if isinstance(size, int) or sym(size).is_number:
             return self.full(t.dims, int(sym(size)), t.dtype)
-        return self.broadcast(self.convert(self._symbolic_scalar(sym(size), is_size=True), t.dtype), t.dims)
+        return self.broadcast(self.convert(self._symbolic_scalar(sym(size)), t.dtype), t.dims)
 
     def constant_like(self, x: SSAValue, value: Scalar) -> SSAValue:
         """`value` as a tensor of x's type: for the constants inside a formula."""

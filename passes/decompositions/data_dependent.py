@@ -26,7 +26,7 @@ from strata.dialects import prim
 from strata.dialects.aten import AtenOp
 from strata.dialects.prim_indexing import NonzeroStaticOp
 from strata.dialects.prim_data_dependent import AssertScalarOp, ItemOp, NonzeroOp, RandpermOp, item_type
-from strata.dialects.types import Dim, numel, sym
+from strata.dialects.types import Dim, numel, sym, torch_symbol_name
 from strata.passes.decompositions.builder import Decline, PrimBuilder, tensor_of
 from strata.passes.decompositions.rules import decomposes
 
@@ -148,7 +148,7 @@ def item_source(op: Operation, expr: sympy.Expr) -> SSAValue | None:
     if isinstance(expr, sympy.Eq) and expr.rhs == 1 and isinstance(expr.lhs, sympy.Symbol):
         expr = expr.lhs  # a bool item(): the 0 or 1 its symbol holds
     names = {s.name for s in expr.free_symbols}
-    if not names or all(n.startswith("s") for n in names):  # torch's shape symbols: s0, s1, …
+    if not names or all(torch_symbol_name(n).startswith("s") for n in names):  # torch's backed symbols: s0, ns1, …
         return None
     items = _items_before(op)
     if not names & items.keys():

@@ -128,7 +128,7 @@ class KernelBuilder:
         if isinstance(op, prim.FullOp):
             return self.constant(op.scalar, compute_dtype(op.dtype.data))
         if isinstance(op, prim.IotaOp):
-            e = op.start.value.data + op.step.value.data * index[0]
+            e = op.first + op.step.value.data * index[0]
             return self.convert(self.add(kd.IndexOp(e)), compute_dtype(op.dtype.data))
         if isinstance(op, GatherOp):
             return gather_at(self, op, index)

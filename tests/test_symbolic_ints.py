@@ -1,0 +1,150 @@
+"""Python ints that Dynamo makes symbolic are not sizes: they may be negative.
+
+Each case is a function of a tensor and an int, compiled once and called with ints of
+both signs, so that Dynamo's automatic dynamic (or dynamic=True) turns the int into a
+symbol; every call must give eager's value. Where strata lowers the op it must not fall
+back (the `lowered` cases), so that these check strata's arithmetic, not torch's.
+"""
+
+from __future__ import annotations
+
+import math
+import warnings
+
+import pytest
+import sympy
+import torch
+
+import strata
+from strata.codegen.triton_index import int_code
+from strata.dialects.types import from_torch_sympy, is_signed, symbol
+from strata.runtime.index_values import evaluate
+
+KS = (2, 3, -3, -1, 0, 7, -7)
+X3 = torch.ones(3)
+A5 = torch.arange(5.0)
+A12 = torch.arange(12.0)
+
+
+def _calls(f, calls, dynamic=None, codegen="llvm", lowered=True):
+    torch._dynamo.reset()
+    compiled = strata.compile(f, dynamic=dynamic, options={"codegen": codegen})
+    with warnings.catch_warnings():
+        if lowered:
+            warnings.filterwarnings("error", message=".*no lowering covers.*")
+            warnings.filterwarnings("error", message=".*runs eagerly.*")
+            warnings.filterwarnings("error", message=".*kernel interpreter.*")
+        for args in calls:
+            torch.testing.assert_close(compiled(*args), f(*args), rtol=0, atol=0, msg=lambda m: f"{args[1:]}: {m}")
+
+
+INT_CASES = {
+    "abs": lambda x, k: x * abs(k),
+    "floordiv": lambda x, k: x * (k // 3),
+    "floordiv_negative_divisor": lambda x, k: x * (k // -3),
+    "negated_floordiv": lambda x, k: x * (-k // 2),
+    "mod": lambda x, k: x * (k % 5),
+    "mod_negative_divisor": lambda x, k: x * (k % -3),
+    "max": lambda x, k: x * max(k, 0),
+    "min": lambda x, k: x * min(k, 0),
+    "full": lambda x, k: x + torch.full((3,), k),
+}
+
+
+@pytest.mark.parametrize("dynamic", [None, True], ids=["automatic", "dynamic"])
+@pytest.mark.parametrize("name", sorted(INT_CASES))
+def test_int_arithmetic_follows_python(name, dynamic):
+    _calls(INT_CASES[name], [(X3, k) for k in KS], dynamic)
+
+
+@pytest.mark.parametrize("codegen", ["llvm", "triton"])
+def test_roll_by_a_negative_int(codegen, monkeypatch):
+    if codegen == "triton":
+        monkeypatch.setenv("TRITON_INTERPRET", "1")
+    _calls(lambda x, k: x.roll(k), [(A5, k) for k in KS], codegen=codegen)
+    grid = torch.arange(12.0).view(3, 4)
+    _calls(lambda x, k: x.roll((k, -k), (0, 1)), [(grid, k) for k in KS], codegen=codegen)
+
+
+def test_indexing_with_a_negative_int():
+    _calls(lambda x, k: x[k] * 2, [(A12, k) for k in (2, 3, -3, -1, -12, 0)])
+    _calls(lambda x, k: x[torch.tensor([0, 1]) + k], [(A12, k) for k in (2, 3, -3, -1)])
+
+
+def test_slices_with_ints_of_either_sign():
+    # where sympy cannot place the slice, strata declines to eager: never a guess
+    _calls(lambda x, k: x.narrow(0, k, 2) * 2, [(A12, k) for k in (2, 3, -3, -5, 0)], lowered=False)
+    _calls(lambda x, k: x[k:] * 2, [(A12, k) for k in (2, 3, -3, -1, -12, 0, 20, -20)], lowered=False)
+    _calls(lambda x, k: x[:k] * 2, [(A12, k) for k in (2, 3, -3, -1, -12, 0, 20, -20)], lowered=False)
+
+
+@torch._dynamo.config.patch(capture_scalar_outputs=True)
+def test_values_read_by_item():
+    ints = [(X3, torch.tensor(k)) for k in KS]
+    for f in (
+        lambda x, t: x * abs(t.item()),
+        lambda x, t: x * (t.item() // 3),
+        lambda x, t: x * (t.item() % 5),
+        lambda x, t: x * max(t.item(), 0),
+    ):
+        _calls(f, ints, lowered=False)
+    _calls(lambda x, t: x.roll(t.item()), [(A5, torch.tensor(k)) for k in (2, -3, -1)], lowered=False)
+    floats = [(X3, torch.tensor(v)) for v in (2.5, -3.25, -0.5)]
+    _calls(lambda x, t: x * math.floor(t.item()), floats, lowered=False)
+    _calls(lambda x, t: x * abs(t.item()), floats, lowered=False)
+
+
+@pytest.mark.parametrize("dynamic", [None, True], ids=["automatic", "dynamic"])
+def test_view_uses_the_divisibility_torch_proved(dynamic):
+    _calls(lambda x: x.view(-1, 4).sum(1), [(torch.arange(float(n)),) for n in (8, 16, 24)], dynamic)
+
+
+def test_symbols_are_named_by_sign():
+    size, int_arg = sympy.Symbol("s0", integer=True, positive=True), sympy.Symbol("s1", integer=True)
+    assert from_torch_sympy(size) == symbol("s0") and symbol("s0").is_nonnegative
+    assert from_torch_sympy(sympy.Abs(int_arg)) == sympy.Abs(symbol("ns1"))  # not folded to ns1
+    assert symbol("ns1").is_nonnegative is None and symbol("ms1").is_negative
+    assert symbol("zuf0").is_integer is None  # a float: floor(zuf0) stays a floor
+    assert is_signed(symbol("ns1") + 1) and not is_signed(symbol("s0") + 1)
+
+
+@pytest.mark.parametrize("k", [-7, -5, -1, 0, 1, 4, 9])
+def test_index_arithmetic_rounds_as_python(k):
+    """The three evaluators of index expressions (the runtime's, the Triton printer's
+    in both roundings, LLVM's through a compiled roll above) floor toward -inf."""
+    n = symbol("nk")
+    for expr, want in [
+        (sympy.Mod(n + 3, 5), (k + 3) % 5),
+        (sympy.floor(n / 3), k // 3),
+        (sympy.ceiling(n / 3), -((-k) // 3)),
+        (sympy.Abs(n), abs(k)),
+    ]:
+        assert evaluate(expr, {"nk": k}) == want
+        code = int_code(expr).replace("tl.abs", "abs")
+        assert eval(code, {"nk": k}) == want  # Python's rounding
+        assert eval(_truncating(code), {"nk": k, "tdiv": _tdiv, "tmod": _tmod}) == want
+
+
+def _tdiv(a, b):
+    q = abs(a) // abs(b)
+    return q if (a < 0) == (b < 0) else -q
+
+
+def _tmod(a, b):
+    return a - b * _tdiv(a, b)
+
+
+def _truncating(code: str) -> str:
+    """Triton's reading of printed index code: `//` and `%` truncate toward zero."""
+    import ast
+
+    class Truncate(ast.NodeTransformer):
+        def visit_BinOp(self, node):
+            self.generic_visit(node)
+            fn = {ast.FloorDiv: "tdiv", ast.Mod: "tmod"}.get(type(node.op))
+            if fn is None:
+                return node
+            return ast.Call(ast.Name(fn, ast.Load()), [node.left, node.right], [])
+
+    tree = Truncate().visit(ast.parse(code, mode="eval"))
+    return ast.unparse(ast.fix_missing_locations(tree))
