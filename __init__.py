@@ -38,7 +38,10 @@ def compile(
 ):
     """torch.compile with strata as the backend: same arguments, same meaning.
 
-    Unlike torch.compile, `mode` and `options` may be given together (options win)."""
+    Unlike torch.compile, `mode` and `options` may be given together (options win).
+    Both are checked here, before anything is traced: an unknown mode or option, or a
+    value an option does not take, raises ValueError (TypeError for `options` that is
+    no dict, or a `mode` that is no str). The result pickles as torch.compile's does."""
     import torch
 
     from strata.frontend.backend import make_backend

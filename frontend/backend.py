@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import functools
 import warnings
+from collections.abc import Mapping
 from typing import Any
 
 import torch
@@ -23,36 +24,41 @@ from strata.frontend.compile_graph import compile_captured, compile_graph
 from strata.frontend.specialized_floats import mark_specialized_floats
 
 
-def make_backend(mode: str | None = None, options: dict[str, Any] | None = None):
+def make_backend(mode: str | None = None, options: Mapping[str, Any] | None = None) -> StrataBackend:
     """A Dynamo backend with these settings (options are checked now, not at first call)."""
-    resolved = opts.resolve(mode, options)
+    return StrataBackend(mode, options)
 
-    # Imported when first needed: a compile served whole by the caches (dynamo_cache)
-    # never runs AOTAutograd, whose import is a tenth of a second.
-    @functools.cache
-    def aot():
-        from torch._dynamo.backends.common import aot_autograd
-        from torch._functorch.partitioners import min_cut_rematerialization_partition
 
-        return aot_autograd(
-            fw_compiler=functools.partial(_compile_graph_with, resolved, "forward"),
-            bw_compiler=functools.partial(_compile_graph_with, resolved, "backward"),
-            # What the forward saves for the backward: a min-cut that recomputes cheap
-            # pointwise values instead of keeping them alive.
-            partition_fn=min_cut_rematerialization_partition,
-            decompositions=_core_aten_decompositions(),
-        )
+class StrataBackend:
+    """The backend Dynamo calls with each captured graph. A class at module level, not
+    a closure, so that a compiled module pickles as torch.compile's does: its
+    OptimizedModule pickles the Dynamo context, which holds the backend."""
 
-    def backend(gm: torch.fx.GraphModule, example_inputs):
-        return aot()(gm, example_inputs)
+    compiler_name = "strata"  # the name torch prints in its logs
+    # Slots, not a __dict__: Dynamo's debug wrapper copies a backend's __dict__ into its
+    # own (functools.wraps), and would keep and pickle AOTAutograd's compiler with it.
+    __slots__ = ("mode", "options", "_aot")
 
-    def strata(gm: torch.fx.GraphModule, example_inputs):
+    def __init__(self, mode: str | None = None, options: Mapping[str, Any] | None = None) -> None:
+        self.mode = mode
+        self.options = opts.resolve(mode, options)
+        self._aot = None
+
+    def __getstate__(self) -> dict[str, Any]:
+        # The settings only: AOTAutograd's compiler is made again where it is loaded.
+        return {"mode": self.mode, "options": self.options}
+
+    def __setstate__(self, state: dict[str, Any]) -> None:
+        self.mode, self.options, self._aot = state["mode"], state["options"], None
+
+    def __call__(self, gm: torch.fx.GraphModule, example_inputs):
+        resolved = self.options
         mark_specialized_floats(example_inputs)  # no second Dynamo trace for them
         if resolved["attention_patterns"]:
             recognize_attention(gm)
         if is_training(example_inputs):
             attention_for_training(gm)
-            return backend(gm, example_inputs)
+            return self.aot()(gm, example_inputs)
         key = _capture_key(gm, example_inputs, resolved)
         if key is not None:
             hit = capture_cache.read(key)
@@ -61,15 +67,34 @@ def make_backend(mode: str | None = None, options: dict[str, Any] | None = None)
                 return capture_cache.as_dynamo_callable(compile_captured(*hit, example_inputs, resolved))
         keep_attention_whole(gm)
         if key is None:
-            return backend(gm, example_inputs)
+            return self.aot()(gm, example_inputs)
         with capture_cache.capturing() as capture:
-            compiled = backend(gm, example_inputs)
+            compiled = self.aot()(gm, example_inputs)
         if capture_cache.write(key, capture):
             dynamo_cache.record(gm, key, example_inputs, resolved)
         return compiled
 
-    strata.options = resolved
-    return strata  # the name torch prints in its logs
+    def aot(self):
+        """AOTAutograd with strata compiling its graphs, made at the first graph that
+        needs it: a compile served whole by the caches (dynamo_cache) never runs
+        AOTAutograd, whose import is a tenth of a second."""
+        if self._aot is None:
+            self._aot = _aot_autograd(self.options)
+        return self._aot
+
+
+def _aot_autograd(resolved: dict[str, Any]):
+    from torch._dynamo.backends.common import aot_autograd
+    from torch._functorch.partitioners import min_cut_rematerialization_partition
+
+    return aot_autograd(
+        fw_compiler=functools.partial(_compile_graph_with, resolved, "forward"),
+        bw_compiler=functools.partial(_compile_graph_with, resolved, "backward"),
+        # What the forward saves for the backward: a min-cut that recomputes cheap
+        # pointwise values instead of keeping them alive.
+        partition_fn=min_cut_rematerialization_partition,
+        decompositions=_core_aten_decompositions(),
+    )
 
 
 # Ops strata lowers itself, more exactly than torch's decompositions: addcdiv and
@@ -107,8 +132,15 @@ def _compile_graph_with(options: dict[str, Any], kind: str, gm: torch.fx.GraphMo
 
 
 def strata_backend(gm: torch.fx.GraphModule, example_inputs, mode: str | None = None, options: dict[str, Any] | None = None):
-    """The entry point torch calls for backend="strata" (mode and options from torch.compile)."""
+    """The entry point torch calls for backend="strata" (mode and options from torch.compile).
+
+    torch keeps the mode and options of a backend found by name and hands them over
+    only here, at the first call (torch._TorchCompileWrapper): no strata code runs at
+    `torch.compile(..., backend="strata", options=...)` to check them sooner. They are
+    checked first thing here, before any graph is imported; strata.compile checks them
+    when called."""
+    backend = make_backend(mode, options)
     if (options or {}).get("dynamo_cache"):
         # Dynamo has traced by the time a backend is called: only strata.compile can load.
         warnings.warn("strata: dynamo_cache works through strata.compile only; torch.compile ignores it")
-    return make_backend(mode, options)(gm, example_inputs)
+    return backend(gm, example_inputs)

@@ -162,6 +162,11 @@ def _package_class():
             self.artifacts: dict[str, StrataArtifact] = {}
             self.unsaved: str | None = None  # why this package is no longer saved
 
+        def __reduce__(self):
+            # A compiled module pickles its Dynamo context, whose frame converter holds
+            # this package: the pickle leaves it out (see unpickled_package).
+            return unpickled_package, ()
+
         def initialize(self, fn, dynamo=None, ignore_inlined_sources=False) -> None:
             super().initialize(fn, dynamo, ignore_inlined_sources)
             # torch names the frame's module by fn.__module__, which functools.wraps
@@ -225,6 +230,13 @@ def _package_class():
                 self.unsave(f"{type(e).__name__}: {e}")
 
     return Package
+
+
+def unpickled_package() -> None:
+    """What a pickled package loads as: none. The package belongs to the compile that
+    made it (its frames, the entries it loaded); a compiled module loaded from a pickle
+    compiles at its first call as torch.compile's does, without the dynamo cache."""
+    return None
 
 
 # OutputGraph.install_global_by_id's names: f"{prefix}_{id(value)}_c{compile id}".
@@ -476,6 +488,10 @@ class _Serving:
     def __getattr__(self, name: str) -> Any:
         return getattr(self._convert, name)  # _clone_with_backend, _box, _export, ...
 
+    def __reduce__(self):
+        # The loaded entries are this process's code objects: a pickle keeps the converter.
+        return unserved, (self._convert,)
+
     def __call__(self, frame, cache_entry, hooks, frame_state, *, skip: int = 0):
         from torch._dynamo.convert_frame import get_compile_id  # private
         from torch._dynamo.types import GuardedCode, wrap_guarded_code  # private
@@ -489,6 +505,11 @@ class _Serving:
                     compile_id = get_compile_id(frame_state)
                     return wrap_guarded_code(GuardedCode(entry.code, manager, compile_id, "strata dynamo_cache"))
         return self._convert(frame, cache_entry, hooks, frame_state, skip=skip + 1)
+
+
+def unserved(convert):
+    """What a pickled _Serving loads as: the frame converter it stood in front of."""
+    return convert
 
 
 # -- the key: what the dropped guards would have checked -------------------------------

@@ -1,47 +1,126 @@
 """Compile options and modes, with torch.compile's names and meanings.
 
 `strata.list_options()` lists every option with its default; `list_mode_options()`
-what each mode sets. An unknown option, value or mode raises ValueError naming the
-valid ones: a typo must never be silently ignored.
+what each mode sets. Each option declares the values it takes beside its default and
+its text, and `resolve` (run by strata.compile and make_backend, before anything is
+traced) checks them: an unknown option, a value of the wrong type or outside an
+option's choices, or an unknown mode raises ValueError naming the option, the value
+and what is allowed (TypeError where `options` itself is no dict, or `mode` no str).
+A typo must never be silently ignored, nor `"false"` be taken for true.
 """
 
 from __future__ import annotations
 
+import os
+from collections.abc import Mapping
+from dataclasses import dataclass
 from typing import Any
 
+from strata.frontend import pipeline_spec
 from strata.passes.registry import DEFAULT_PIPELINE
 
-OPTIONS: dict[str, tuple[Any, str]] = {
-    "codegen": (None, 'kernel code generator: "llvm" (CPU), "triton" (GPU; CPU tensors run in '
-                      "Triton's interpreter), or None to follow the tensors' device"),
-    "pipeline": (",".join(DEFAULT_PIPELINE), "the passes run on each graph, by name, comma-separated"),
-    "trace.enabled": (False, "write each graph's IR after every level and its kernels to trace.dir"),
-    "trace.dir": (None, "where traces go (default: ./strata_trace)"),
-    "trace.graph_diagram": (False, "draw each fused graph (kernels, library calls, eager fallbacks, buffers) "
-                                   "as graph.dot, .svg and .png in the trace folder (needs graphviz's dot "
-                                   "for .svg and .png); turns tracing on"),
-    "max_autotune": (False, "tune kernel configurations by timing them (set by the max-autotune modes)"),
-    "triton.cudagraphs": (False, "replay compiled graphs as CUDA graphs (set by reduce-overhead and max-autotune)"),
-    "epilogue_fusion": (True, "fuse pointwise epilogues into matmul templates under max_autotune"),
-    "fallback_random": (False, "run random ops as eager does, bit for bit"),
-    "emulate_precision_casts": (False, "round f16/bf16 intermediates inside a fused kernel after every op, "
-                                       "as eager does (off: they stay in f32 and are rounded where stored, "
-                                       "as TorchInductor does)"),
-    "attention_patterns": (True, "run attention written out by hand (softmax(q @ kᵀ · s, causal mask or none) @ v) "
-                                 "as one scaled_dot_product_attention call (frontend/attention_pattern.py)"),
-    "verify": (True, "verify the IR after every pass"),
-    "graph_cache": (True, "reuse a graph's lowering from the disk cache when the same graph was compiled "
-                          "before (STRATA_CACHE_DIR)"),
-    "capture_cache": (True, "with graph_cache: reuse a whole inference compile, AOTAutograd's trace "
-                            "included, when Dynamo captured the same graph before"),
-    "dynamo_cache": (True, "with capture_cache: keep Dynamo's transformed bytecode and guards on disk "
-                           "(STRATA_CACHE_DIR/dynamo) and load them in a later process, which then runs no "
-                           "Dynamo trace (frontend/dynamo_cache.py). The guards that say which object a name "
-                           "refers to (ID_MATCH, CLOSURE_MATCH, ...) are saved with a description of the "
-                           "object (a function by qualified name and code, a class or module by name) and "
-                           "rebuilt on the calling frame's objects when they match it "
-                           "(frontend/identity_guards.py). Saved only when every graph is an inference graph "
-                           "the capture cache holds"),
+
+@dataclass(frozen=True)
+class Values:
+    """The values an option takes: `text` names them in an error; `admits` says
+    whether a value is one."""
+
+    text: str
+    types: tuple[type, ...] = ()
+    choices: tuple[Any, ...] = ()
+
+    def admits(self, value: Any) -> bool:
+        if self.choices:
+            return any(value is c or (type(value) is type(c) and value == c) for c in self.choices)
+        return isinstance(value, self.types)
+
+    def check(self, name: str, value: Any) -> None:
+        if not self.admits(value):
+            raise ValueError(f"option {name!r} must be {self.text}, not {_shown(value)}{self.advice(value)}")
+
+    def advice(self, value: Any) -> str:
+        return ""
+
+
+def one_of(*choices: Any) -> Values:
+    return Values("one of " + ", ".join(map(repr, choices)), choices=choices)
+
+
+class Bools(Values):
+    """True or False only: any non-empty string is truthy, so `"false"` would turn the
+    option on. The error says which bool a string or number was likely meant as."""
+
+    def advice(self, value: Any) -> str:
+        meant = _meant_bool(value)
+        if meant is None:
+            return ": write True or False"
+        given = f"the string {value!r}" if isinstance(value, str) else repr(value)
+        return f": write {meant}, not {given}"
+
+
+class Pipeline(Values):
+    """A pass pipeline as strata-opt's -p takes it (frontend/pipeline_spec.py)."""
+
+    def check(self, name: str, value: Any) -> None:
+        super().check(name, value)
+        try:
+            pipeline_spec.parse(value)
+        except ValueError as e:
+            raise ValueError(f"option {name!r} is not a pipeline strata can run ({value!r}): {e}") from None
+
+
+BOOL = Bools("a bool", (bool,))
+PATH = Values("a path (a str or os.PathLike) or None", (str, os.PathLike, type(None)))
+PIPELINE = Pipeline("a str of pass names separated by commas, as strata-opt's -p takes", (str,))
+
+
+@dataclass(frozen=True)
+class Option:
+    default: Any
+    values: Values
+    doc: str
+
+
+OPTIONS: dict[str, Option] = {
+    "codegen": Option(None, one_of(None, "llvm", "triton"),
+                      'kernel code generator: "llvm" (CPU), "triton" (GPU; CPU tensors run in Triton\'s '
+                      "interpreter), or None to follow the tensors' device"),
+    "pipeline": Option(",".join(DEFAULT_PIPELINE), PIPELINE,
+                       "the passes run on each graph, by name, comma-separated; a pass's options in braces, "
+                       "as strata-opt's -p takes them (fuse{emulate_precision_casts=true})"),
+    "trace.enabled": Option(False, BOOL, "write each graph's IR after every level and its kernels to trace.dir"),
+    "trace.dir": Option(None, PATH, "where traces go (default: ./strata_trace)"),
+    "trace.graph_diagram": Option(False, BOOL, "draw each fused graph (kernels, library calls, eager fallbacks, "
+                                               "buffers) as graph.dot, .svg and .png in the trace folder (needs "
+                                               "graphviz's dot for .svg and .png); turns tracing on"),
+    "max_autotune": Option(False, BOOL, "tune kernel configurations by timing them (set by the max-autotune modes)"),
+    "triton.cudagraphs": Option(False, BOOL, "replay compiled graphs as CUDA graphs (set by reduce-overhead and "
+                                             "max-autotune)"),
+    "epilogue_fusion": Option(True, BOOL, "fuse pointwise epilogues into matmul templates under max_autotune"),
+    "fallback_random": Option(False, BOOL, "run random ops as eager does, bit for bit"),
+    "emulate_precision_casts": Option(False, BOOL, "round f16/bf16 intermediates inside a fused kernel after every "
+                                                   "op, as eager does (off: they stay in f32 and are rounded where "
+                                                   "stored, as TorchInductor does)"),
+    "index_bounds_checks": Option(True, BOOL, "check every index a program reads at (advanced indexing, gather, "
+                                              "index_select, embedding, embedding_bag, index_put) as eager does: "
+                                              "an index out of range raises IndexError (off: it reads the nearest "
+                                              "element of its dim, and kernels carry no check)"),
+    "attention_patterns": Option(True, BOOL, "run attention written out by hand (softmax(q @ kᵀ · s, causal mask or "
+                                             "none) @ v) as one scaled_dot_product_attention call "
+                                             "(frontend/attention_pattern.py)"),
+    "verify": Option(True, BOOL, "verify the IR after every pass"),
+    "graph_cache": Option(True, BOOL, "reuse a graph's lowering from the disk cache when the same graph was "
+                                      "compiled before (STRATA_CACHE_DIR)"),
+    "capture_cache": Option(True, BOOL, "with graph_cache: reuse a whole inference compile, AOTAutograd's trace "
+                                        "included, when Dynamo captured the same graph before"),
+    "dynamo_cache": Option(True, BOOL, "with capture_cache: keep Dynamo's transformed bytecode and guards on disk "
+                                       "(STRATA_CACHE_DIR/dynamo) and load them in a later process, which then runs "
+                                       "no Dynamo trace (frontend/dynamo_cache.py). The guards that say which object "
+                                       "a name refers to (ID_MATCH, CLOSURE_MATCH, ...) are saved with a description "
+                                       "of the object (a function by qualified name and code, a class or module by "
+                                       "name) and rebuilt on the calling frame's objects when they match it "
+                                       "(frontend/identity_guards.py). Saved only when every graph is an inference "
+                                       "graph the capture cache holds"),
 }
 
 MODES: dict[str, dict[str, Any]] = {
@@ -51,16 +130,13 @@ MODES: dict[str, dict[str, Any]] = {
     "max-autotune-no-cudagraphs": {"max_autotune": True},
 }
 
-CHOICES: dict[str, tuple[Any, ...]] = {"codegen": (None, "llvm", "triton")}
-
-
 def list_options() -> dict[str, Any]:
     """Every option and its default value."""
-    return {k: v for k, (v, _) in OPTIONS.items()}
+    return {k: o.default for k, o in OPTIONS.items()}
 
 
 def describe_options() -> dict[str, str]:
-    return {k: doc for k, (_, doc) in OPTIONS.items()}
+    return {k: o.doc for k, o in OPTIONS.items()}
 
 
 def list_mode_options(mode: str | None = None) -> dict[str, Any]:
@@ -72,19 +148,48 @@ def list_mode_options(mode: str | None = None) -> dict[str, Any]:
 
 
 def check_mode(mode: str | None) -> None:
+    # A TypeError for a mode that is no string, as Python raises for an argument of the
+    # wrong type (torch.compile raises RuntimeError("Unrecognized mode=5")).
+    if mode is not None and not isinstance(mode, str):
+        raise TypeError(f"mode must be a str (one of {', '.join(MODES)}) or None, not {_shown(mode)}")
     if mode is not None and mode not in MODES:
         raise ValueError(f"unknown mode {mode!r}; strata's modes are: {', '.join(MODES)}")
 
 
-def resolve(mode: str | None = None, options: dict[str, Any] | None = None) -> dict[str, Any]:
-    """The full option dict for a mode and user options (options win over the mode)."""
+def resolve(mode: str | None = None, options: Mapping[str, Any] | None = None) -> dict[str, Any]:
+    """The full option dict for a mode and user options (options win over the mode),
+    every value checked against what its option takes."""
     check_mode(mode)
+    # torch.compile has no check of its own here (Inductor's fails in options.items()
+    # with an AttributeError); a TypeError is what Python raises for such an argument.
+    if options is not None and not isinstance(options, Mapping):
+        raise TypeError(f"options must be a dict of option names to values, not {_shown(options)}; "
+                        f"strata's options are: {', '.join(OPTIONS)}")
     resolved = list_options()
     resolved.update(MODES[mode or "default"])
     for key, value in (options or {}).items():
         if key not in OPTIONS:
             raise ValueError(f"unknown option {key!r}; strata's options are: {', '.join(OPTIONS)}")
-        if key in CHOICES and value not in CHOICES[key]:
-            raise ValueError(f"option {key!r} must be one of {CHOICES[key]}, not {value!r}")
+        OPTIONS[key].values.check(key, value)
         resolved[key] = value
     return resolved
+
+
+def _shown(value: Any) -> str:
+    """`'false' (str)`: the value and its type, which an error must show together."""
+    text = repr(value)
+    return f"{text[:80]}... ({type(value).__name__})" if len(text) > 80 else f"{text} ({type(value).__name__})"
+
+
+_TRUE_WORDS = {"true", "yes", "on", "1"}
+_FALSE_WORDS = {"false", "no", "off", "0", ""}
+
+
+def _meant_bool(value: Any) -> bool | None:
+    """The bool a string or number was likely meant as, or None."""
+    word = str(value).strip().lower() if isinstance(value, str | int | float) else None
+    if word in _TRUE_WORDS or (not isinstance(value, str) and value == 1):
+        return True
+    if word in _FALSE_WORDS or (not isinstance(value, str) and value == 0):
+        return False
+    return None
