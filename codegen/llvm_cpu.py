@@ -19,6 +19,7 @@ from collections.abc import Sequence
 import torch
 
 from strata.codegen import llvm_jit, llvm_parallel, llvm_pool
+from strata.codegen.llvm_bounds import OutOfBoundsReport, site_count
 from strata.codegen.errors import CodegenError
 from strata.codegen.llvm_kernel import Target, build_module, entry_point
 from strata.codegen.llvm_pool import adapt
@@ -32,7 +33,9 @@ class CompiledKernel:
     """A kernel.func compiled for the host CPU; `source` is the LLVM IR it came from.
 
     Call it with the func's buffers as CPU tensors (inputs, then the preallocated
-    outputs; element 0 of each at `data_ptr()`) and the values of its shape symbols."""
+    outputs; element 0 of each at `data_ptr()`) and the values of its shape symbols.
+    A kernel that checks indices (llvm_bounds) raises IndexOutOfBounds after a call
+    that met one out of range."""
 
     def __init__(self, func: Kernel, source: str | None, code: llvm_jit.JitCode, target: Target | None = None):
         self.name = func.sym_name.data
@@ -43,19 +46,26 @@ class CompiledKernel:
         self._entry = _ENTRY_POINT(code.address(entry_point(func)))
         self._num_buffers = func.num_buffers
         self._buffer_array = ctypes.c_void_p * self._num_buffers
-        self._symbol_array = ctypes.c_int64 * len(func.symbol_names)
+        sites = site_count(func)
+        # Past the symbols, zeroed slots where the kernel reports an index out of range.
+        self._checks = OutOfBoundsReport(func, len(func.symbol_names), sites) if sites else None
+        self._symbol_array = ctypes.c_int64 * (len(func.symbol_names) + (self._checks.slots() if sites else 0))
 
     def __call__(self, buffers: Sequence[torch.Tensor], symbols: Sequence[int]) -> None:
         if len(buffers) != self._num_buffers:
             raise ValueError(f"kernel {self.name} takes {self._num_buffers} buffers, got {len(buffers)}")
-        adapt()
-        self._entry(self._buffer_array(*[t.data_ptr() for t in buffers]), self._symbol_array(*symbols))
+        self.launch([t.data_ptr() for t in buffers], symbols)
 
     def launch(self, pointers: Sequence[int], symbols: Sequence[int]) -> None:
-        """The call without checks, for the runtime: `pointers` are the buffers'
-        `data_ptr()`s, in order."""
+        """The call without checks of its arguments, for the runtime: `pointers` are the
+        buffers' `data_ptr()`s, in order."""
         adapt()
-        self._entry(self._buffer_array(*pointers), self._symbol_array(*symbols))
+        if self._checks is None:
+            self._entry(self._buffer_array(*pointers), self._symbol_array(*symbols))
+            return
+        slots = self._symbol_array(*symbols)
+        self._entry(self._buffer_array(*pointers), slots)
+        self._checks.raise_if_written(slots)
 
     @property
     def source(self) -> str:

@@ -43,9 +43,13 @@ a softmax computes each exp once. A row store that is contiguous along R but sca
 along pointwise lanes (a softmax of a transposed input) goes through a tile in L1,
 `depth` steps of R at a time, and leaves it a whole row segment per lane.
 
+**Checks.** A user's index (prim.check_index) is checked where it is read, and a
+chunk that met one out of range says so in slots of the symbols array
+(codegen/llvm_bounds.py).
+
 Functions: `<entry>.impl(ptr noalias %in0, …, i64 %s0, …, i64 %start, i64 %end,
-i64 %lane_blocks)` holds the loops (its buffers never alias: inputs are only read and
-outputs are fresh allocations); `<entry>.chunk(ptr %buffers, ptr %symbols, …)` unpacks
+i64 %lane_blocks[, ptr %errors])` holds the loops (its buffers never alias: inputs are
+only read and outputs are fresh allocations; `errors` where it checks indices); `<entry>.chunk(ptr %buffers, ptr %symbols, …)` unpacks
 the arrays into a call of it; the entry point `<entry>(ptr %buffers, ptr %symbols)`
 decides the number of threads and runs the chunks, so Python calls every kernel the
 same way.
@@ -65,6 +69,7 @@ from xdsl.dialects.builtin import FloatAttr, IntegerAttr
 from xdsl.ir import Operation, SSAValue
 
 from strata.codegen import llvm_parallel
+from strata.codegen.llvm_bounds import CheckSites, check_ops
 from strata.codegen.errors import CodegenError
 from strata.codegen.llvm_dtypes import (
     constant,
@@ -94,6 +99,7 @@ from strata.codegen.llvm_scalar_ops import emit_contractible, emit_elementwise
 from strata.dialects.kernel import FuncOp, IndexOp, LoadOp, ReduceOp, StoreOp, contracts
 from strata.dialects.kernel_random import PhiloxOp
 from strata.dialects.prim import ConvertElementTypeOp, ElementwiseOp, WhereOp
+from strata.dialects.prim_indexing import CheckIndexOp
 from strata.dialects.types import sym
 
 __all__ = ["Target", "build_module", "entry_point"]
@@ -174,12 +180,13 @@ class _BodyEmitter:
         self.buffers = dict(zip(func.block.args, self.function.args))
         n_buffers, n_symbols = len(func.block.args), len(func.symbol_names)
         symbols = dict(zip(func.symbol_names, self.function.args[n_buffers : n_buffers + n_symbols]))
-        start, end, lane_blocks = self.function.args[n_buffers + n_symbols :]
+        start, end, lane_blocks = self.function.args[n_buffers + n_symbols : n_buffers + n_symbols + 3]
 
         # Accumulators are allocas in the entry block, which SROA turns into registers.
         self.allocas = ir.IRBuilder(self.function.append_basic_block("entry"))
         first = self.function.append_basic_block("start")
         self.allocas.position_before(self.allocas.branch(first))
+        self.checks = CheckSites(func, self.allocas, lanes.count if lanes.var else None)
         b = ir.IRBuilder(first)
         self.reduction_sizes = [lower_index(b, sym(d), symbols) for d in func.reduction_dims]
         pointwise_sizes = [lower_index(b, sym(d), symbols) for d in func.pointwise_dims]
@@ -214,12 +221,15 @@ class _BodyEmitter:
             b.call(_libc(b.module, "free"), [scratch])
         b.branch(done)
         b.position_at_end(done)
+        if self.checks.sites:
+            self.checks.report(b, self.function.args[-1])
         b.ret_void()
 
     def _declare(self, module: ir.Module) -> ir.Function:
         func = self.func
         buffers, symbols = func.block.args, func.symbol_names
-        fnty = ir.FunctionType(ir.VoidType(), [PTR] * len(buffers) + [I64] * (len(symbols) + 3))
+        errors = [PTR] if check_ops(func) else []  # where a chunk reports an index out of range
+        fnty = ir.FunctionType(ir.VoidType(), [PTR] * len(buffers) + [I64] * (len(symbols) + 3) + errors)
         fn = ir.Function(module, fnty, entry_point(func) + ".impl")
         fn.linkage = "internal"
         fn.attributes.add("alwaysinline")
@@ -227,7 +237,7 @@ class _BodyEmitter:
         for arg, value in zip(fn.args, buffers):
             arg.name = value.name_hint or "buffer"
             arg.add_attribute("noalias")
-        for arg, name in zip(fn.args[len(buffers) :], [*symbols, "start", "end", "lane_blocks"]):
+        for arg, name in zip(fn.args[len(buffers) :], [*symbols, "start", "end", "lane_blocks", "errors"]):
             arg.name = name
         return fn
 
@@ -635,6 +645,9 @@ class _BodyEmitter:
         elif isinstance(op, ConvertElementTypeOp):
             src = dtype_of(op, op.x.type)
             values[op.result] = convert(b, values[op.x], src, dtype_of(op, op.result.type))
+        elif isinstance(op, CheckIndexOp):
+            mask = point.mask if point is not None else None
+            values[op.result] = self.checks.check(b, op, values[op.index], values[op.size], mask)
         else:
             raise CodegenError(f"{op.name} is not supported by the LLVM CPU code generator")
 

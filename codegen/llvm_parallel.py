@@ -23,6 +23,7 @@ import llvmlite.binding as llvm
 from llvmlite import ir
 
 from strata.codegen import llvm_pool
+from strata.codegen.llvm_bounds import check_ops, error_slots
 from strata.codegen.llvm_index import lower_index
 from strata.codegen.llvm_lanes import I32, I64, PTR
 from strata.codegen.llvm_plan import VECTOR_MATH, BodyPlan, Lanes, stride_along, transposed_in_tile
@@ -133,7 +134,8 @@ def define_chunk(func: FuncOp, module: ir.Module, impl: ir.Function) -> ir.Funct
     b = ir.IRBuilder(fn.append_basic_block("entry"))
     args = [_element(b, buffers, i, PTR) for i in range(len(func.block.args))]
     args += [_element(b, symbols, i, I64) for i in range(len(func.symbol_names))]
-    b.call(impl, [*args, start, end, lane_blocks])
+    errors = [error_slots(b, symbols, func)] if check_ops(func) else []  # llvm_bounds
+    b.call(impl, [*args, start, end, lane_blocks, *errors])
     b.ret_void()
     return fn
 

@@ -34,6 +34,7 @@ import numpy
 import torch
 
 from strata.codegen.triton_autotune import Autotuner
+from strata.codegen.triton_bounds import as_index_error, interpreter_debug
 from strata.codegen.triton_launch import direct_launchers
 from strata.codegen.triton_loop_order import contiguous_last
 from strata.codegen.triton_source import FEATURES, KernelSource, kernel_name
@@ -129,12 +130,12 @@ def _load(path: Path, key: str, device: str) -> ModuleType:
 
 @contextlib.contextmanager
 def _interpreting() -> Iterator[None]:
-    """Triton's interpreter on, and numpy quiet: masked-off lanes compute on garbage
-    (0/0, log of 0) whose results are never stored."""
+    """Triton's interpreter on, with device asserts (triton_bounds), and numpy quiet:
+    masked-off lanes compute on garbage (0/0, log of 0) whose results are never stored."""
     old = os.environ.get("TRITON_INTERPRET")
     os.environ["TRITON_INTERPRET"] = "1"
     try:
-        with numpy.errstate(all="ignore"):
+        with numpy.errstate(all="ignore"), interpreter_debug():
             yield
     finally:
         if old is None:
@@ -146,6 +147,12 @@ def _interpreting() -> Iterator[None]:
 def _interpreted(launch: Callable[[list[torch.Tensor], list[int]], None]) -> Callable[[list[torch.Tensor], list[int]], None]:
     def run(buffers: list[torch.Tensor], symbols: list[int]) -> None:
         with _interpreting():
-            launch(buffers, symbols)
+            try:
+                launch(buffers, symbols)
+            except Exception as e:
+                index_error = as_index_error(e)
+                if index_error is None:
+                    raise
+                raise index_error from None
 
     return run

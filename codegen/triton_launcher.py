@@ -14,6 +14,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
+from strata.codegen.triton_bounds import CHECKED_OPTIONS
 from strata.codegen.triton_index import int_code
 from strata.codegen.triton_scalar_ops import acc_dtype
 from strata.codegen.triton_tiles import Tile, next_power_of_2
@@ -39,6 +40,8 @@ class LauncherSource:
         self.src = src
         self.sites: list[str] = []
         self.options = FUSED_OPTIONS if src.fp_fusion else EXACT_OPTIONS
+        if src.checks:  # device asserts compiled in (triton_bounds)
+            self.options += f", {CHECKED_OPTIONS}"
 
     def functions(self) -> list[str]:
         """numels, launch_tile, the CallSites, launch: each a block of source."""

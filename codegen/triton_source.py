@@ -44,6 +44,7 @@ from xdsl.dialects import arith
 from xdsl.ir import Operation, SSAValue
 
 from strata.codegen.errors import CodegenError
+from strata.codegen.triton_bounds import check_lines
 from strata.codegen.triton_index import fits_int32, int_code, merged_index, run_code
 from strata.codegen.triton_launcher import LauncherSource, function_source, variant_of
 from strata.codegen.triton_math import helper_sources
@@ -61,6 +62,7 @@ from strata.codegen.triton_tiles import (
 from strata.dialects import kernel
 from strata.dialects.kernel_random import PhiloxOp
 from strata.dialects.prim import ConvertElementTypeOp, ElementwiseOp, WhereOp, reduction_identity
+from strata.dialects.prim_indexing import CheckIndexOp
 from strata.dialects.types import DTYPES, scalar_dtype, sym
 
 # Names the generated module defines; shape symbols must not shadow them.
@@ -162,6 +164,7 @@ class KernelSource:
         self.values: dict[SSAValue, Value] = {}
         self.index: dict[Operation, sympy.Expr] = {}
         self.live = self._analyze()
+        self.checks = any(isinstance(op, CheckIndexOp) for op in self.live)  # a user's index (triton_bounds)
         self.splittable = self._splittable()
         self.int64 = self._needs_int64()
         self.layout = self._layout() if self.rdims else "pointwise"
@@ -213,7 +216,7 @@ class KernelSource:
             return Value(name, dtype, any(a.row for a in args), max(a.level for a in args))
         if isinstance(op, kernel.ReduceOp):
             return Value(name, dtype, False, self.values[op.value].level + 1)
-        if isinstance(op, (ElementwiseOp, WhereOp, ConvertElementTypeOp)):
+        if isinstance(op, (ElementwiseOp, WhereOp, ConvertElementTypeOp, CheckIndexOp)):
             args = [self.values[a] for a in op.operands]
             return Value(name, dtype, any(a.row for a in args), max(a.level for a in args))
         raise CodegenError(f"{op.name} is not supported by the Triton code generator")
@@ -595,7 +598,24 @@ class BodyEmitter:
         if isinstance(op, kernel.ReduceOp):
             self._persistent_reduce(op)
             return
+        if isinstance(op, CheckIndexOp):
+            self._check_index(op, result)
+            return
         self.line(f"{result.name} = {self._expr(op, result)}")
+
+    def _check_index(self, op: CheckIndexOp, result: Value) -> None:
+        """A user's index, checked by a device-side assert (triton_bounds)."""
+        index, size = self.src.values[op.index].name, self.src.values[op.size].name
+        if self.reduction and result.row and self.rmasked:
+            mask = "xrmask" if self.xmasked else "rmask"
+        else:
+            mask = "xmask" if self.xmasked else None
+        known = op.size.owner
+        size_text = (str(known.value.value.data) if isinstance(known, arith.ConstantOp)
+                     else known.index.data if isinstance(known, kernel.IndexOp) else size)
+        for line in check_lines(result.name, index, size, size_text, op.wraps_negative, mask, op.dim.value.data,
+                                op.indexing_op.data):
+            self.line(line)
 
     def _expr(self, op: Operation, result: Value) -> str:
         args = [self.src.values[a].name for a in op.operands if a in self.src.values]

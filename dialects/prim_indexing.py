@@ -10,12 +10,19 @@
   backward of embedding and of max pooling decompose into it.
 - `prim.index_reduce`, `prim.put`, `prim.nonzero_static`: torch.index_reduce, torch.put
   and torch.nonzero_static, library calls likewise.
+- `prim.check_index`: an index a user gave, checked against the size of the dim it
+  indexes as eager checks it, and wrapped (negative indices count from the end where
+  eager allows them). The decompositions put one on every user index a gather reads
+  (advanced indexing, index_select, embedding, gather, embedding_bag, and index_put's
+  scatter), so that an index out of range raises `IndexOutOfBounds` as in eager.
 
-Bounds. A gather index must lie in [0, size of the dim): decompositions wrap negative
-indices first, as eager does. An index outside that range is an error in eager; a
-compiled gather reads the nearest element of the dim instead (it never reads outside
-the tensor, and raises nothing). `prim.scatter` runs torch's kernel, which raises on an
-out-of-range index (on a GPU: a device-side assert).
+Bounds. A gather index must lie in [0, size of the dim). The gather itself clamps its
+index into the dim (it never reads outside the tensor): positions computed by the
+decompositions (padding, flips, pooling windows) may fall outside it where a mask hides
+them. A user's index goes through `prim.check_index` first, which raises where eager
+does (fusion turns it into a check in the kernel, passes/fusion/gather.py; the option
+`index_bounds_checks` leaves only the wrap). `prim.scatter` runs torch's kernel, which
+raises on an out-of-range index (on a GPU: a device-side assert).
 """
 
 from __future__ import annotations
@@ -26,7 +33,7 @@ from xdsl.ir import Attribute, SSAValue
 from xdsl.irdl import irdl_op_definition, operand_def, prop_def, result_def
 from xdsl.utils.exceptions import VerifyException
 
-from strata.dialects.prim import TensorOp, dims_attr, dims_of, same_dims
+from strata.dialects.prim import PrimOp, TensorOp, dims_attr, dims_of, element_dtype, same_dims, types_match
 from strata.dialects.types import Dim, TensorType
 
 INDEX_DTYPES = ("i64", "i32")
@@ -56,7 +63,7 @@ class GatherOp(TensorOp):
     """`result[p] = x[p with p[dim] replaced by index[p]]`: torch.gather. The result has
     index's shape, x's dtype; index has x's rank, an integer dtype, and in every dim
     but `dim` at most x's size. An index outside [0, x.shape[dim]) reads the nearest
-    element of the dim (eager raises)."""
+    element of the dim: a user's index is checked before (prim.check_index)."""
 
     name = "prim.gather"
     x = operand_def()
@@ -267,4 +274,73 @@ class NonzeroStaticOp(TensorOp):
         return torch.nonzero_static(x, size=size, fill_value=self.fill_value.value.data)
 
 
-INDEXING_OPS = (GatherOp, ScatterOp, IndexReduceOp, PutOp, NonzeroStaticOp)
+class IndexOutOfBounds(IndexError, RuntimeError):
+    """An index out of range for the dim it indexes, found by a compiled kernel. An
+    IndexError, as eager's advanced indexing, index_select and embedding raise, and a
+    RuntimeError, as eager's gather and embedding_bag raise: whatever a caller of the
+    eager op catches catches this too."""
+
+
+def out_of_bounds_message(index: int, dim: int, size: int, indexing_op: str) -> str:
+    """Eager's words, and the op (with the user's line, where known) that indexed."""
+    return f"index {index} is out of bounds for dimension {dim} with size {size} ({indexing_op})"
+
+
+@irdl_op_definition
+class CheckIndexOp(PrimOp):
+    """`index` checked against `size` (the size of dim `dim` of the tensor it indexes,
+    one value per element, of index's type), as eager checks it: with `wraps`, valid
+    indices lie in [-size, size) and a negative one counts from the end; else in
+    [0, size). The result is the index wrapped into [0, size); an index out of range
+    raises IndexOutOfBounds naming it, the dim, the size and `indexing_op` (the aten op
+    that indexed). On scalars inside a kernel body the same: a back end checks every
+    element it computes, and its result stays within [0, size) where the index is out
+    of range (the kernel's loads stay inside the tensor; its results are never seen,
+    since the launch raises)."""
+
+    name = "prim.check_index"
+    index = operand_def()
+    size = operand_def()
+    result = result_def()
+    dim = prop_def(IntegerAttr)
+    wraps = prop_def(IntegerAttr)
+    indexing_op = prop_def(StringAttr)
+
+    def __init__(self, index: SSAValue, size: SSAValue, dim: int, wraps: bool, indexing_op: str):
+        super().__init__(
+            operands=[index, size],
+            result_types=[index.type],
+            properties={
+                "dim": IntegerAttr(dim, i64),
+                "wraps": IntegerAttr(int(wraps), i64),
+                "indexing_op": StringAttr(indexing_op),
+            },
+        )
+
+    @property
+    def wraps_negative(self) -> bool:
+        return bool(self.wraps.value.data)
+
+    def infer_type(self) -> Attribute:
+        return self.index.type
+
+    def verify_(self) -> None:
+        if not types_match(self.index.type, self.size.type) or element_dtype(self.index.type) != "i64":
+            raise VerifyException(f"prim.check_index: index and size are i64 of one type, got {self.index.type}, {self.size.type}")
+        if self.wraps.value.data not in (0, 1):
+            raise VerifyException(f"prim.check_index: wraps is 0 or 1, got {self.wraps.value.data}")
+        super().verify_()
+
+    def message(self, index: int, size: int) -> str:
+        return out_of_bounds_message(index, self.dim.value.data, size, self.indexing_op.data)
+
+    def reference(self, index, size):
+        index, size = torch.broadcast_tensors(index, size)
+        low = -size if self.wraps_negative else torch.zeros_like(size)
+        bad = (index < low) | (index >= size)
+        if bool(bad.any()):
+            raise IndexOutOfBounds(self.message(int(index[bad][0]), int(size[bad][0])))
+        return torch.where(index < 0, index + size, index) if self.wraps_negative else index.clone()
+
+
+INDEXING_OPS = (GatherOp, ScatterOp, IndexReduceOp, PutOp, NonzeroStaticOp, CheckIndexOp)

@@ -1,5 +1,6 @@
-"""simplify: folds of identity views and conversions, view-chain collapse, common
-subexpression elimination and dead-code elimination, over `func.func` bodies.
+"""simplify: folds of identity views and conversions, view-chain collapse, checks of
+indices that cannot be out of range, common subexpression elimination and dead-code
+elimination, over `func.func` bodies.
 
 Only prim ops (Pure) are merged or folded. An unused aten op is deleted only when its
 schema says it writes nothing and draws no random numbers: an in-place op, or a
@@ -28,8 +29,10 @@ from xdsl.rewriter import Rewriter
 from xdsl.traits import is_side_effect_free
 
 from strata.dialects import prim
+from strata.dialects.prim_indexing import CheckIndexOp
 from strata.dialects.aten import AtenOp, torch_overload
 from strata.dialects.types import TensorType
+from strata.passes.value_ranges import provably_in_range
 
 log = logging.getLogger(__name__)
 
@@ -43,7 +46,7 @@ class SimplifyPass(ModulePass):
         before = _count_ops(op) if debug else 0
         PatternRewriteWalker(
             GreedyRewritePatternApplier(
-                [FoldBroadcast(), FoldConvert(), FoldPermute(), FoldReshape()]
+                [FoldBroadcast(), FoldConvert(), FoldPermute(), FoldReshape(), FoldCheckIndex()]
             ),
             apply_recursively=True,
         ).rewrite_module(op)
@@ -122,6 +125,16 @@ class FoldConvert(RewritePattern):
             original = inner.x.type
             if isinstance(original, TensorType) and inner.dtype.data in _WIDER.get(original.dtype, ()):
                 _replace(rewriter, op, inner.x)
+
+
+class FoldCheckIndex(RewritePattern):
+    """A check of an index that cannot be out of range (an iota within the dim, a
+    clamp, a remainder by the size: passes/value_ranges.py) is the index itself."""
+
+    @op_type_rewrite_pattern
+    def match_and_rewrite(self, op: CheckIndexOp, rewriter: PatternRewriter) -> None:
+        if provably_in_range(op):
+            _replace(rewriter, op, op.index)
 
 
 class FoldPermute(RewritePattern):

@@ -200,6 +200,9 @@ def _zoo_prim_op(draw, palette: Palette, block: Block, cls: type[Operation]) -> 
         if cls is prim_scan.TopkOp:
             return cls(arg(t), 1, d, draw(st.booleans()), True)
         return cls(arg(t), d)
+    if cls is prim_indexing.CheckIndexOp:
+        it = t.with_dtype("i64") if draw(st.booleans()) else scalar_type("i64")  # a tensor, or a kernel's scalar
+        return cls(arg(it), arg(it), draw(st.integers(0, 3)), draw(st.booleans()), "aten.index.Tensor")
     if cls in prim_scan.SCAN_OPS or cls in prim_indexing.INDEXING_OPS:
         return _zoo_library_op(draw, cls, arg)
     from strata.dialects import prim_linalg

@@ -143,12 +143,18 @@ def test_gather_with_symbolic_shapes():
 
 
 def test_out_of_range_index_never_reads_outside():
-    # Eager raises; the compiled gather reads the nearest element of the dim instead.
+    # Eager raises, and so does the compiled gather (tests/test_index_bounds.py); with
+    # the checks off it reads the nearest element of the dim, never outside the tensor.
+    fn = lambda x, i: torch.gather(x, 0, i)  # noqa: E731
+    args = torch.arange(4.0), torch.tensor([-5, 2, 9])
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
         torch._dynamo.reset()
-        got = strata.compile(lambda x, i: torch.gather(x, 0, i), dynamic=False)(torch.arange(4.0), torch.tensor([-5, 2, 9]))
-    assert got.tolist() == [0.0, 2.0, 3.0]
+        got = strata.compile(fn, dynamic=False, options={"index_bounds_checks": False})(*args)
+        assert got.tolist() == [0.0, 2.0, 3.0]
+        torch._dynamo.reset()
+        with pytest.raises(IndexError, match="index -5 is out of bounds for dimension 0 with size 4"):
+            strata.compile(fn, dynamic=False)(*args)
 
 
 @pytest.mark.parametrize("dtype", [torch.float16, torch.bfloat16])

@@ -272,6 +272,7 @@ def prim_examples() -> dict[type, str]:
     add(lambda a: prim_indexing.IndexReduceOp(*a, 0, "amax", True), x, t([3], "i64"), t([3, "s0"]))
     add(lambda a: prim_indexing.PutOp(*a, False), x, t([3], "i64"), t([3]))
     add(lambda a: prim_indexing.NonzeroStaticOp(a[0], 5, -1), x)
+    add(lambda a: prim_indexing.CheckIndexOp(*a, 0, True, "aten.index.Tensor"), t([8], "i64"), t([8], "i64"))
     from strata.dialects import prim_linalg
 
     add(lambda a: prim_linalg.SvdOp(a[0], False, True), t([2, 4, "s0"]))

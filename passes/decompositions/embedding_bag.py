@@ -30,6 +30,7 @@ from strata.dialects.aten import AtenOp
 from strata.dialects.prim_indexing import GatherOp
 from strata.dialects.types import is_float
 from strata.passes.decompositions.builder import Decline, PrimBuilder, accumulator, tensor_of
+from strata.passes.decompositions.indexing import checked
 from strata.passes.decompositions.rules import decomposes
 
 
@@ -86,7 +87,8 @@ def embedding_bag(op: AtenOp, b: PrimBuilder) -> Sequence[SSAValue]:
     # eager's fast mean divides the sum (to the last offset) by bag_size (to L)
     counted = members(False)[1] if fast and mode == 1 else valid
     count = b.reduce("sum", b.convert(counted, "i64"), [1])  # [bags]
-    rows = b.add(GatherOp(weight, b.add(prim.BroadcastInDimOp(idx, [length, d], [0])), 0))  # [L, D]
+    rows_at = checked(b, idx, w.dims[0], 0, wraps=False)  # eager raises on an index out of range
+    rows = b.add(GatherOp(weight, b.add(prim.BroadcastInDimOp(rows_at, [length, d], [0])), 0))  # [L, D]
     rows = b.convert(rows, compute)
     if psw is not None:
         rows = b.ew("mul", rows, b.add(prim.BroadcastInDimOp(b.convert(psw, compute), [length, d], [0])))

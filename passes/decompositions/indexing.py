@@ -9,10 +9,10 @@ Two helpers carry every rule here:
   coordinates coords[k][p] in the dims k that have coordinates, p's own elsewhere
   (padding, flips, scatters of slices, pooling windows): one prim.gather over the
   coordinates' dims merged into one.
-Coordinates and indices are i64 tensors. Eager raises on an index out of range; a
-gather clamps it into the dim instead (dialects/prim_indexing.py), so these rules wrap
-negative indices where eager accepts them and otherwise leave bounds to eager's
-contract.
+Coordinates and indices are i64 tensors. A gather clamps its index into the dim
+(dialects/prim_indexing.py); every index a user gave goes through `checked` first
+(prim.check_index), which raises where eager raises and wraps negative indices where
+eager accepts them. Coordinates the rules compute themselves need no check.
 """
 
 from __future__ import annotations
@@ -24,7 +24,7 @@ from xdsl.ir import SSAValue
 
 from strata.dialects import prim
 from strata.dialects.aten import AtenOp
-from strata.dialects.prim_indexing import GatherOp, ScatterOp
+from strata.dialects.prim_indexing import CheckIndexOp, GatherOp, ScatterOp
 from strata.dialects.prim_scan import CumsumOp
 from strata.dialects.types import Dim, numel, sym
 from strata.passes.decompositions.builder import Decline, PrimBuilder, tensor_of, wrap_dim
@@ -48,6 +48,14 @@ def wrap_negative(b: PrimBuilder, i: SSAValue, size: Dim) -> SSAValue:
     """i + size where i < 0 (Python's reading of a negative index)."""
     zero = b.constant_like(i, 0)
     return b.where(b.ew("lt", i, zero), b.ew("add", i, b.constant_like(i, size)), i)
+
+
+def checked(b: PrimBuilder, i: SSAValue, size: Dim, dim: int, wraps: bool) -> SSAValue:
+    """A user's i64 index into dim `dim` (of `size`) of the tensor the op indexes,
+    checked as eager checks it and wrapped into [0, size): with `wraps`, negative
+    indices count from the end (advanced indexing), else they are out of range
+    (gather, index_select, embedding)."""
+    return b.add(CheckIndexOp(i, b.size_like(i, size), dim, wraps, b.op.name))
 
 
 def positions(b: PrimBuilder, dims: Sequence[Dim], d: int) -> SSAValue:
@@ -135,7 +143,7 @@ def gather(op: AtenOp, b: PrimBuilder) -> SSAValue:
         raise Decline("gather with an index of another rank is an error in eager")
     if _static_zero(t.dims[d]):
         raise Decline("gather from an empty dim is an error in eager")
-    return b.add(GatherOp(x, index, d))
+    return b.add(GatherOp(x, checked(b, b.convert(index, "i64"), t.dims[d], d, wraps=False), d))
 
 
 @decomposes("aten::index_select")
@@ -147,15 +155,20 @@ def index_select(op: AtenOp, b: PrimBuilder) -> SSAValue:
     d = wrap_dim(b.arg("dim"), t.rank)
     out = b.out()
     index = b.reshape(index, [out.dims[d]])
-    return take(b, x, d, index)
+    if _static_zero(t.dims[d]) or _static_zero(out.dims[d]):
+        return take(b, x, d, index)  # nothing to read, or an error take declines
+    return take(b, x, d, checked(b, index, t.dims[d], d, wraps=False))
 
 
 @decomposes("aten::embedding")
 def embedding(op: AtenOp, b: PrimBuilder) -> SSAValue:
     weight, indices = b.arg("weight"), index_tensor(b, b.arg("indices"))
-    if tensor_of(weight).rank != 2:
+    t = tensor_of(weight)
+    if t.rank != 2:
         raise Decline("embedding of a weight that is not 2-d")
-    return take(b, weight, 0, indices)
+    if _static_zero(t.dims[0]) or any(_static_zero(n) for n in tensor_of(indices).dims):
+        return take(b, weight, 0, indices)  # nothing to read, or an error take declines
+    return take(b, weight, 0, checked(b, indices, t.dims[0], 0, wraps=False))
 
 
 def _indexed(b: PrimBuilder) -> tuple[SSAValue, list[int], list[SSAValue], bool]:
@@ -173,12 +186,16 @@ def _indexed(b: PrimBuilder) -> tuple[SSAValue, list[int], list[SSAValue], bool]
     return x, dims, [index_tensor(b, given[k]) for k in dims], adjacent
 
 
-def _broadcast_block(b: PrimBuilder, x: SSAValue, dims: list[int], indices: list[SSAValue], block: list[Dim]) -> SSAValue:
-    """The indices wrapped, broadcast to `block` and linearized over x's indexed dims."""
+def _broadcast_block(b: PrimBuilder, x: SSAValue, dims: list[int], indices: list[SSAValue], block: list[Dim],
+                     check: bool = True) -> SSAValue:
+    """The indices checked and wrapped (`check`: a user's, not a mask's coordinates),
+    broadcast to `block` and linearized over x's indexed dims."""
     t = tensor_of(x)
     linear = None
     for j, (k, i) in enumerate(zip(dims, indices)):
-        i = b.broadcast(wrap_negative(b, i, t.dims[k]), block)
+        empty = any(_static_zero(n) for n in (t.dims[k], *tensor_of(i).dims))
+        i = checked(b, i, t.dims[k], k, wraps=True) if check and not empty else wrap_negative(b, i, t.dims[k])
+        i = b.broadcast(i, block)
         stride = numel(t.dims[m] for m in dims[j + 1 :])
         term = i if sym(stride) == 1 else b.ew("mul", i, b.constant_like(i, stride))
         linear = term if linear is None else b.ew("add", linear, term)
@@ -189,13 +206,14 @@ def _broadcast_block(b: PrimBuilder, x: SSAValue, dims: list[int], indices: list
 def index(op: AtenOp, b: PrimBuilder) -> SSAValue:
     from strata.passes.decompositions.data_dependent import mask_indexed  # x[mask]: nonzero
 
-    x, dims, indices, adjacent = mask_indexed(b) or _indexed(b)
+    masked = mask_indexed(b)
+    x, dims, indices, adjacent = masked or _indexed(b)
     t, out = tensor_of(x), b.out()
     others = [k for k in range(t.rank) if k not in dims]
     nb = out.rank - len(others)
     start = dims[0] if adjacent else 0
     block = list(out.dims[start : start + nb])
-    linear = _broadcast_block(b, x, dims, indices, block)
+    linear = _broadcast_block(b, x, dims, indices, block, check=masked is None)
     # x with the indexed dims where the block goes, merged into one dim.
     perm = others[:start] + dims + others[start:]
     xp = b.permute(x, perm)

@@ -3,9 +3,13 @@
 The element of `result[p]` is `x[p with p[dim] := index[p]]`. Computing it at a point
 reads index[p] (inline, like any operand: it may itself be computed, or gathered),
 converts it to i64 and clamps it into [0, size of the dim), so that the load never
-leaves x's buffer whatever the index holds (eager raises on an index out of range; the
-decompositions wrap negative indices before). The clamped value is bound to a fresh
-symbol (`g0`, `g1`, … per kernel), which stands for the gathered dim in x's element
+leaves x's buffer whatever the index holds. An index a user gave comes through
+prim.check_index (the decompositions put it there): inside the kernel it stays a
+prim.check_index on scalars, which the back end checks (the launch raises, as eager
+does) and whose result is within the dim already, so the gather does not clamp it
+again; with the `index_bounds_checks` option off it becomes the wrap of a negative
+index alone, and the clamp reads the nearest element. The clamped value is bound to a
+fresh symbol (`g0`, `g1`, … per kernel), which stands for the gathered dim in x's element
 index; walking x's views maps it like any index, and the `kernel.load` that ends the
 walk names it: the load is then data-dependent (`kernel.load %x[...](%i : i64)`, with
 the symbol renamed to `v0`).
@@ -21,9 +25,10 @@ from xdsl.ir import SSAValue
 
 from strata.dialects import kernel as kd
 from strata.dialects import prim
-from strata.dialects.prim_indexing import GatherOp
+from strata.dialects.prim_indexing import CheckIndexOp, GatherOp
 from strata.dialects.types import sym
 from strata.passes.fusion.indexing import Index
+from strata.passes.provenance import source_of
 
 # The placeholder the planner puts at a gathered dim: no loop variable equals it.
 PLACEHOLDER = sympy.Symbol("gathered", integer=True, nonnegative=True)
@@ -43,17 +48,32 @@ def gather_at(builder, op: GatherOp, index: Index) -> SSAValue:
     if not index:  # a 0-d gather reads the only element
         return builder.value_at(op.x, index)
     i = builder.convert(builder.value_at(op.index, index), "i64")
-    size = prim.dims_of(prim.dims_attr([op.x.type.dims[op.axis]]))[0]
-    low = builder.constant(0, "i64")
-    last = sym(size) - 1
-    high = builder.constant(int(last), "i64") if last.is_Integer else builder.add(kd.IndexOp(last))
-    i = builder.add(prim.ELEMENTWISE_OPS["maximum"](builder.add(prim.ELEMENTWISE_OPS["minimum"](i, high)), low))
+    if not isinstance(i.owner, CheckIndexOp):  # a checked index is within the dim already
+        size = prim.dims_of(prim.dims_attr([op.x.type.dims[op.axis]]))[0]
+        low = builder.constant(0, "i64")
+        last = sym(size) - 1
+        high = builder.constant(int(last), "i64") if last.is_Integer else builder.add(kd.IndexOp(last))
+        i = builder.add(prim.ELEMENTWISE_OPS["maximum"](builder.add(prim.ELEMENTWISE_OPS["minimum"](i, high)), low))
     dynamic = builder.__dict__.setdefault("dynamic", {})
     name = f"g{len(dynamic)}"
     dynamic[name] = i
     at = list(index)
     at[op.axis] = sympy.Symbol(name, integer=True, nonnegative=True)
     return builder.value_at(op.x, tuple(at))
+
+
+def check_index_at(builder, op: CheckIndexOp, index: SSAValue, size: SSAValue) -> SSAValue:
+    """The scalar of `op` from its operands' scalars: checked by the back end (the op
+    names the aten op and the user's line, for the error), or, with the checks off,
+    only wrapped where a negative index counts from the end."""
+    if builder.index_bounds_checks:
+        source = source_of(op)
+        where = str(source) if source is not None else op.indexing_op.data
+        return builder.add(CheckIndexOp(index, size, op.dim.value.data, op.wraps_negative, where))
+    if not op.wraps_negative:
+        return index
+    negative = builder.add(prim.ELEMENTWISE_OPS["lt"](index, builder.constant(0, "i64")))
+    return builder.add(prim.WhereOp(negative, builder.add(prim.ELEMENTWISE_OPS["add"](index, size)), index))
 
 
 def load_op(builder, buffer: SSAValue, index: sympy.Expr) -> kd.LoadOp:

@@ -9,6 +9,8 @@ value that stays inside the kernel stays in f32 and is rounded where it is store
 TorchInductor does (one rounding for `x + a / b * v` where eager, op by op, makes
 three). `emulate_precision_casts` keeps every rounding, bit for bit eager's. Walks are
 memoized per (value, index), so a value read twice at one index is computed once.
+`index_bounds_checks` (on by default): a user's index is checked in the kernel, as
+eager checks it (passes/fusion/gather.py); off, it is only wrapped.
 
 Each kernel lists its `sources`: the aten ops it computes, each with the user's
 file:line where Dynamo recorded it; both code generators print them atop the kernel.
@@ -26,10 +28,10 @@ from xdsl.ir import Attribute, Block, Operation, SSAValue
 from strata.dialects import kernel as kd
 from strata.dialects import prim
 from strata.dialects.types import Dim, TensorType, is_float, scalar_type, sym
-from strata.dialects.prim_indexing import GatherOp
+from strata.dialects.prim_indexing import CheckIndexOp, GatherOp
 from strata.dialects.prim_random import PHILOX_OPS
 from strata.passes.fusion.contraction import Contractions
-from strata.passes.fusion.gather import gather_at, load_op
+from strata.passes.fusion.gather import check_index_at, gather_at, load_op
 from strata.passes.fusion.random import philox_at
 from strata.passes.fusion.indexing import Index, contiguous_strides, empty_row_guard, offset
 from strata.passes.fusion.plan import Kernel, Plan, dims_of, is_reduction, operand_indices
@@ -52,9 +54,10 @@ class KernelBuilder:
     """Builds the body of one kernel.func from its planned nodes."""
 
     def __init__(self, k: Kernel, plan: Plan, strides_of: Callable[[SSAValue], Sequence[Dim]], stored: set[SSAValue],
-                 emulate_precision_casts: bool = False):
+                 emulate_precision_casts: bool = False, index_bounds_checks: bool = True):
         self.k = k
         self.emulate_precision_casts = emulate_precision_casts
+        self.index_bounds_checks = index_bounds_checks
         self.plan = plan
         self.strides_of = strides_of
         self.stored = stored
@@ -146,6 +149,8 @@ class KernelBuilder:
             return self.convert(x, compute_dtype(out_dtype))
         if isinstance(op, prim.WhereOp):
             return self.add(prim.WhereOp(*args))
+        if isinstance(op, CheckIndexOp):
+            return check_index_at(self, op, *args)
         assert isinstance(op, prim.ElementwiseOp), op.name
         result = self.add(type(op)(*args, result_type=scalar_type(compute_dtype(out_dtype))))
         self.contractions.built(op, result)

@@ -31,7 +31,7 @@ import sympy
 from xdsl.ir import Operation, SSAValue
 
 from strata.dialects import prim
-from strata.dialects.prim_indexing import GatherOp
+from strata.dialects.prim_indexing import CheckIndexOp, GatherOp
 from strata.dialects.prim_random import PHILOX_OPS
 from strata.dialects.prim_data_dependent import binds_symbols
 from strata.dialects.types import Dim, TensorType, sym
@@ -56,6 +56,7 @@ INLINE_OPS = (
     prim.FullOp,
     prim.IotaOp,
     GatherOp,  # an element read at a position held in another tensor (fusion/gather.py)
+    CheckIndexOp,  # a user's index, checked where the kernel reads it (fusion/gather.py)
     *PHILOX_OPS,  # an element drawn from its seed and position (fusion/random.py)
 )
 VIEW_OPS = (prim.BroadcastInDimOp, prim.ReshapeOp, prim.PermuteOp, prim.SliceOp)
