@@ -30,11 +30,11 @@ from strata.dialects import aten
 from strata.dialects import kernel as kd
 from strata.dialects import kernel_text
 from strata.dialects.context import strata_context
-from strata.frontend import capture_cache, logs
+from strata.frontend import capture_cache, logs, output_strides, pipeline_spec
 from strata.frontend import report as reports
 from strata.frontend.effects import with_tokens
 from strata.frontend.errors import CompileError, describe_failure, describe_kernel_failure, failing_op
-from strata.frontend.importer import UnsupportedGraph, import_graph
+from strata.frontend.importer import ItemResult, UnsupportedGraph, import_graph
 from strata.frontend.storage_offsets import guarded
 from strata.frontend.trace import Trace
 from strata.passes.decompose import recording_declines
@@ -76,13 +76,15 @@ def run_pipeline(
     trace: Trace | None = None,
     report: reports.GraphReport | None = None,
     pass_options: dict[str, dict[str, Any]] | None = None,
+    step_options: Sequence[dict[str, Any]] | None = None,
 ) -> dict[str, float]:
     """Runs the named passes in order (with the options `pass_options` gives a pass
-    by name); returns the seconds each took."""
+    by name, and over them those `step_options` gives the pass at each place, as the
+    `pipeline` option's braces do); returns the seconds each took."""
     ctx = strata_context()
     times: dict[str, float] = {}
     count = passes_log.isEnabledFor(logging.INFO) or report is not None
-    for name in names:
+    for i, name in enumerate(names):
         if name not in PASSES:
             raise ValueError(f"unknown pass {name!r}; strata's passes are: {', '.join(PASSES)}")
         if name == "fuse":
@@ -94,7 +96,8 @@ def run_pipeline(
         before = reports.count_ops(module) if count else None
         start = time.perf_counter()
         try:
-            PASSES[name]()(**(pass_options or {}).get(name, {})).apply(ctx, module)
+            given = {**(pass_options or {}).get(name, {}), **(step_options[i] if step_options else {})}
+            PASSES[name]()(**given).apply(ctx, module)
             if verify:
                 module.verify()
         except Exception as e:
@@ -245,8 +248,8 @@ def _compile(gm, example_inputs, options, number: int, compile_id: str | None, k
     trace.level("0_aten", module)
     device = device_of(example_inputs, gm)
     codegen = options["codegen"] or ("triton" if device.type == "cuda" else "llvm")
-    names = [n.strip() for n in options["pipeline"].split(",") if n.strip()]
-    module, declines, kernels = _lowered(module, names, options, codegen, device, trace, report)
+    steps = pipeline_spec.steps(options["pipeline"])  # checked when the options were resolved
+    module, declines, kernels = _lowered(module, steps, options, codegen, device, trace, report)
     trace.level("2_kernel", module)
     if report is not None:
         report.ops["kernel"] = reports.count_ops(module)
@@ -335,16 +338,23 @@ def _on_device(call: Callable[[list], list], example_inputs: Sequence[Any], devi
     return moved
 
 
-def _lowered(module: ModuleOp, names: list[str], options, codegen: str, device: torch.device, trace: Trace, report):
+def _lowered(module: ModuleOp, steps: list[tuple[str, dict[str, Any]]], options, codegen: str, device: torch.device,
+             trace: Trace, report):
     """The kernel-level module for an aten module, the declines the decompositions
     gave, and its kernels' KernelTexts where the graph cache printed them (else None):
     from the graph cache (runtime/graph_cache.py) when this graph was lowered
     before, else by running the pipeline. A compile that traces or explains itself
     runs the pipeline, whose every level it records."""
+    names, step_options = [n for n, _ in steps], [o for _, o in steps]
+    result_strides = output_strides.wanted(module)  # @graph's: fuse replaces it
     # fallback_random: random ops stay aten and run as eager's kernels.
+    # index_bounds_checks: kernels check a user's indices as eager does (passes/fusion/gather.py).
     pass_options = {
         "decompose": {"fallback_random": bool(options["fallback_random"])},
-        "fuse": {"emulate_precision_casts": bool(options["emulate_precision_casts"])},
+        "fuse": {
+            "emulate_precision_casts": bool(options["emulate_precision_casts"]),
+            "index_bounds_checks": bool(options["index_bounds_checks"]),
+        },
     }
     observed = trace.folder is not None or report is not None or options.get("trace.graph_diagram")
     capture = capture_cache.current()
@@ -352,7 +362,8 @@ def _lowered(module: ModuleOp, names: list[str], options, codegen: str, device: 
         if capture is not None:
             capture.refuse("a traced or reported compile")
         with recording_declines() as declines:
-            run_pipeline(module, names, options["verify"], trace, report, pass_options)
+            run_pipeline(module, names, options["verify"], trace, report, pass_options, step_options)
+        output_strides.annotate(module, result_strides)
         return module, declines, None
     from strata.runtime import graph_cache, parsed_programs
 
@@ -365,7 +376,8 @@ def _lowered(module: ModuleOp, names: list[str], options, codegen: str, device: 
             capture.program, capture.kernels = program, kernels
         return kernel_text.join(parsed_programs.parse(program), kernels), declines, kernels
     with recording_declines() as declines:
-        run_pipeline(module, names, options["verify"], trace, report, pass_options)
+        run_pipeline(module, names, options["verify"], trace, report, pass_options, step_options)
+    output_strides.annotate(module, result_strides)
     graph_cache.merge_identical_kernels(module)  # unobserved: no report names each kernel
     program, kernels = graph_cache.write(key, module, declines)
     parsed_programs.store(program, kernel_text.program_module(module))  # a warm compile's parse, done
@@ -393,6 +405,8 @@ def graph_outputs(compiled: CompiledGraph, imported) -> Callable[[list], list]:
         for s in spec:
             if s is None or isinstance(s, int):
                 out.append(None if s is None else tensors[s])
+            elif isinstance(s, ItemResult):
+                out.append(int(tensors[s.index].item()))
             else:
                 env = env or bind_symbols(compiled.arg_types, full, compiled.arg_symbols)
                 out.append(evaluate(s, env))

@@ -22,7 +22,7 @@ from xdsl.builder import Builder
 from xdsl.dialects.builtin import StringAttr
 
 from strata.dialects import aten
-from strata.dialects.prim_data_dependent import item_type
+from strata.dialects.prim_data_dependent import item_type, relation
 from strata.dialects.types import dtype_name, from_torch_sympy
 from strata.passes.decompositions.data_dependent import CONDITION, ITEM_SYMBOL
 
@@ -81,9 +81,31 @@ def _check(n: torch.fx.Node) -> aten.AtenOp:
             upper = _condition(size <= high)
             condition = condition if upper == "True" else upper if condition == "True" else f"({condition}) & ({upper})"
         message = f"Runtime assertion failed: {size} is not a size in range"
+    named = set() if condition == "True" else {s.name for s in relation(condition).free_symbols}
+    unbound = sorted(named - _bound_symbols(n.graph))
+    if unbound:
+        raise UnsupportedValue(f"an assertion on {', '.join(unbound)}, a value no op of the graph gives "
+                               f"(a storage offset or stride of a result)")
     op = aten.build("aten::_assert_scalar", {"self": True, "assert_msg": str(message)}, [])
     op.attributes[CONDITION] = StringAttr(condition)
     return op
+
+
+def _bound_symbols(graph: torch.fx.Graph) -> set[str]:
+    """The names of the symbols a compiled graph has values for when it runs: sizes of
+    its inputs and of the tensors it makes, its int inputs, item()'s."""
+    exprs: list[sympy.Expr] = []
+    for node in graph.nodes:
+        val = node.meta.get("val")
+        if isinstance(val, torch.Tensor):
+            exprs += [d.node.expr for d in val.shape if isinstance(d, torch.SymInt)]
+            if node.op == "placeholder":
+                exprs += [d.node.expr for d in (*val.stride(), val.storage_offset()) if isinstance(d, torch.SymInt)]
+        elif isinstance(val, torch.SymInt | torch.SymFloat | torch.SymBool) and (
+            node.op == "placeholder" or node.target is torch.ops.aten._local_scalar_dense.default
+        ):
+            exprs.append(val.node.expr)
+    return {from_torch_sympy(s).name for e in exprs for s in e.free_symbols}
 
 
 def _value(a: Any) -> Any:

@@ -18,6 +18,7 @@ from typing import Any
 import sympy
 import torch
 import torch.fx
+from torch.fx.experimental.symbolic_shapes import free_unbacked_symbols
 from xdsl.builder import Builder
 from xdsl.rewriter import InsertPoint
 from xdsl.dialects import func
@@ -46,10 +47,19 @@ class ImportedGraph:
     arg_symbols: list[str | None] = field(default_factory=list)
     # What the graph returns, in order: an int is the index of a result of @graph;
     # None is None (a gradient nobody asked for); a sympy expression is a size that
-    # the caller evaluates from the inputs' sizes (AOTAutograd saves sizes for backward).
-    outputs: list[int | None | sympy.Expr] = field(default_factory=list)
+    # the caller evaluates from the inputs' sizes (AOTAutograd saves sizes for backward);
+    # an ItemResult is an int the graph computed from a value item() read.
+    outputs: list[int | None | sympy.Expr | ItemResult] = field(default_factory=list)
     # The arguments that are effect tokens, None at run time (frontend/effects.py).
     effect_tokens: list[int] = field(default_factory=list)
+
+
+@dataclass(frozen=True)
+class ItemResult:
+    """An int output computed from values item() read, which only the running program
+    knows: @graph returns it as the 0-d i64 tensor at `index` (aten.scalar_tensor)."""
+
+    index: int
 
 
 def tensor_type_of(val: Any) -> TensorType:
@@ -71,6 +81,18 @@ def _dim(d: Any) -> int | sympy.Expr:
 
 def _strides_attr(val: torch.Tensor) -> ArrayAttr:
     return dims_attr([_dim(s) for s in val.stride()])
+
+
+def _result_attrs(graph: torch.fx.Graph, output_spec: list, results: int) -> list[DictionaryAttr]:
+    """Each result's strides as eager makes them (`strata.strides`), which strata's
+    results keep (frontend/output_strides.py): channels-last stays channels-last."""
+    output = next(n for n in graph.nodes if n.op == "output")
+    strides: dict[int, DictionaryAttr] = {}
+    for v, spec in zip(_flatten(output.args[0]), output_spec):
+        val = v.meta.get("val") if isinstance(v, torch.fx.Node) else None
+        if isinstance(spec, int) and isinstance(val, torch.Tensor):
+            strides.setdefault(spec, DictionaryAttr({"strata.strides": _strides_attr(val)}))
+    return [strides.get(i, DictionaryAttr({})) for i in range(results)]
 
 
 def import_graph(gm: torch.fx.GraphModule) -> ImportedGraph:
@@ -112,7 +134,7 @@ def import_graph(gm: torch.fx.GraphModule) -> ImportedGraph:
             continue
         if n.op == "output":
             for v in _flatten(n.args[0]):
-                spec = _output_spec(env, v, outputs)
+                spec = _output_spec(builder, env, v, outputs)
                 output_spec.append(spec)
             break
         if n.op != "call_function":
@@ -129,6 +151,7 @@ def import_graph(gm: torch.fx.GraphModule) -> ImportedGraph:
         (arg_types, [v.type for v in outputs]),
         Region(block),
         arg_attrs=ArrayAttr(arg_attrs),
+        res_attrs=ArrayAttr(_result_attrs(graph, output_spec, len(outputs))),
     )
     fn.attributes["strata.device"] = StringAttr(_graph_device([*placeholders, *gm.graph.nodes]))
     output_node = next(n for n in graph.nodes if n.op == "output")
@@ -185,7 +208,7 @@ def _flatten(v: Any) -> list[Any]:
     return [v]
 
 
-def _output_spec(env: dict, v: Any, outputs: list[SSAValue]) -> int | None | sympy.Expr:
+def _output_spec(builder: Builder, env: dict, v: Any, outputs: list[SSAValue]) -> int | None | sympy.Expr | ItemResult:
     """How the graph returns v; tensors are appended to `outputs`."""
     if v is None:
         return None
@@ -194,6 +217,11 @@ def _output_spec(env: dict, v: Any, outputs: list[SSAValue]) -> int | None | sym
             outputs.append(env[v])
             return len(outputs) - 1
         meta = v.meta.get("val")
+        if isinstance(meta, torch.SymInt) and free_unbacked_symbols(meta):
+            op = aten.build("aten::scalar_tensor", {"s": meta, "dtype": torch.int64}, [TensorType([], "i64")])
+            builder.insert(op)
+            outputs.append(op.results[0])
+            return ItemResult(len(outputs) - 1)
         if isinstance(meta, torch.SymInt):
             return from_torch_sympy(meta.node.expr)
     if isinstance(v, int) and not isinstance(v, bool):

@@ -35,6 +35,7 @@ from strata.passes.fusion.layouts import (
     choose_layouts,
     copy_convolution_inputs,
     on_cpu,
+    result_layouts,
 )
 from strata.passes.fusion.fresh_results import copy_fresh_results
 from strata.passes.fusion.lower import KernelBuilder
@@ -55,17 +56,21 @@ from strata.passes.fusion.traffic import graph_bytes, human_bytes, op_bytes, pro
 @dataclass(frozen=True)
 class FusePass(ModulePass):
     """`emulate_precision_casts`: round every f16/bf16 intermediate inside a kernel as
-    eager does op by op (passes/fusion/lower.py); off, they stay in f32."""
+    eager does op by op (passes/fusion/lower.py); off, they stay in f32.
+    `index_bounds_checks`: kernels check the indices a user gave (prim.check_index) and
+    the launch raises where eager would; off, an index out of range reads the nearest
+    element of its dim."""
 
     name = "fuse"
     emulate_precision_casts: bool = False
+    index_bounds_checks: bool = True
 
     def apply(self, ctx: Context, op: ModuleOp) -> None:
         for fn in [o for o in op.ops if isinstance(o, func.FuncOp)]:
             add_biases_in_kernels(fn)
             copy_convolution_inputs(fn)
             copy_fresh_results(fn)
-            new_ops = lower_graph(fn, self.emulate_precision_casts)
+            new_ops = lower_graph(fn, self.emulate_precision_casts, self.index_bounds_checks)
             Rewriter.replace_op(fn, new_ops)
 
 
@@ -89,7 +94,7 @@ def arg_symbols(fn: func.FuncOp) -> list[str]:
     return out
 
 
-def lower_graph(fn: func.FuncOp, emulate_precision_casts: bool = False) -> list[Operation]:
+def lower_graph(fn: func.FuncOp, emulate_precision_casts: bool = False, index_bounds_checks: bool = True) -> list[Operation]:
     block = fn.body.block
     ret = block.last_op
     assert isinstance(ret, func.ReturnOp), "func.func @graph must end in func.return"
@@ -99,6 +104,7 @@ def lower_graph(fn: func.FuncOp, emulate_precision_casts: bool = False) -> list[
     stored = _stored_nodes(plan, ops, outputs)
     given_strides = arg_strides(fn)
     layouts = choose_layouts(ops, outputs, plan, stored, on_cpu(fn))
+    layouts.update(result_layouts(fn, outputs, plan, stored))
 
     def strides_of(v: SSAValue):
         return layouts.get(v) or given_strides.get(v) or contiguous_strides(dims_of(v))
@@ -115,7 +121,7 @@ def lower_graph(fn: func.FuncOp, emulate_precision_casts: bool = False) -> list[
     report = info_enabled()
     for item in plan.schedule:
         if isinstance(item, Kernel):
-            builder = KernelBuilder(item, plan, strides_of, stored, emulate_precision_casts)
+            builder = KernelBuilder(item, plan, strides_of, stored, emulate_precision_casts, index_bounds_checks)
             if not builder.outputs:
                 continue  # it would store nothing (values of dead ops): nothing to launch
             name = f"k{len(kernels)}"

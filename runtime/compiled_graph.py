@@ -10,7 +10,9 @@ of static shapes and a convolution's gradients (runtime/convolution_backward.py)
 their arguments worked out once, the others through the prim op's reference); run an
 eager fallback (aten op); draw the graph's random seeds, all at once
 (runtime/random_seeds.py). Inputs laid out differently from what the kernels were
-compiled for are copied into that layout first.
+compiled for are copied into that layout first; results that eager lays out otherwise
+than the program made them (channels-last, transposed: `strata.result_strides`,
+frontend/output_strides.py) are copied into eager's layout last.
 
 A call runs no loop over these closures: the arguments' checks and the steps are
 generated as straight-line Python at construction (`_entry`, runtime/graph_runner.py),
@@ -20,6 +22,7 @@ statements and static views made without torch's dispatcher (runtime/views.py).
 
 from __future__ import annotations
 
+from collections import Counter
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
@@ -27,7 +30,7 @@ from typing import Any
 import sympy
 import torch
 from xdsl.dialects.builtin import ModuleOp
-from xdsl.ir import SSAValue
+from xdsl.ir import BlockArgument, SSAValue
 
 from strata.dialects import aten
 from strata.dialects import kernel as kd
@@ -43,7 +46,7 @@ from strata.dialects.types import DTYPES, Dim, TensorType, bound_symbols, sym
 from strata.runtime.convolution_backward import convolution_backward_step
 from strata.runtime.allocation import contiguous_strides, fast_empty_strided
 from strata.runtime.cpu_linear import onednn_product
-from strata.runtime.layouts import launch_strides, result_format
+from strata.runtime.layouts import launch_strides, result_format, result_strides
 from strata.runtime.graph_runner import InlineStep, generate_runner
 from strata.runtime.memory_plan import MemoryPlan, plan_memory
 from strata.runtime.views import ViewCache, reinterpret, view_step_code
@@ -129,6 +132,7 @@ class CompiledGraph:
 
             precompile(list(self._precompile.values()), self.device)
             self._precompile.clear()
+        self._relayouts = self._result_relayouts()
         self._registers = len(self._slots)
         self._plan = self._with_frees(step_ops)
         self._run, self.runner_source = generate_runner(self._plan, f"{len(self._plan)} steps")
@@ -339,7 +343,10 @@ class CompiledGraph:
                 regs[result] = onednn(*[regs[i] for i in operands])
 
             return InlineStep([f"regs[{result}] = {{f}}({args})"], {"f": onednn}, linear, op.name)
-        fast = _static_library_call(op, result_format(op), _only_viewed_by_library_calls(op.results[0]))
+        made = op.results[0]
+        # A convolution only returned keeps the layout torch gives it, which is eager's.
+        as_made = _only_viewed_by_library_calls(made) or (isinstance(op, prim.ConvolutionOp) and _layout_free(made))
+        fast = _static_library_call(op, result_format(op), as_made)
         if fast is not None:
             if len(operands) == 1:
                 (x,) = operands
@@ -381,9 +388,12 @@ class CompiledGraph:
             return InlineStep([f"regs[{result}] = {{f}}({args})"], {"f": fast}, call, op.name)
 
         # Kernels read library results as contiguous buffers; only views (which feed
-        # library calls and the graph's results, never kernels) keep their strides.
-        keep_layout = isinstance(op, prim.VIEW_OPS)
+        # library calls and the graph's results, never kernels) keep their strides, and
+        # a convolution only returned keeps torch's (eager's).
         memory_format = result_format(op)
+        returned_convolution = isinstance(op, prim.ConvolutionOp) and _layout_free(op.results[0])
+        keep_layout = isinstance(op, prim.VIEW_OPS) or (
+            returned_convolution and memory_format == torch.contiguous_format)
         if len(op.results) > 1:  # prim.sort, prim.topk: one register per result
             results = [(self._slot(r), _layout_free(r)) for r in op.results]
             if isinstance(op, FUSED_ATTENTION_OPS):  # its flags read once, here
@@ -434,6 +444,27 @@ class CompiledGraph:
 
         return step
 
+    # ------------------------------------------------------------ results
+    def _result_relayouts(self) -> list[tuple[int, Callable[[torch.Tensor, dict], torch.Tensor]]]:
+        """(register, the copy into eager's layout when not already in it) for each
+        result the program may make in another layout than eager's (result_strides).
+        A result that shares memory with an argument or another result (a view, a value
+        returned twice) stays as made: a copy would part what eager's results share."""
+        wanted = result_strides(self.program)
+        roots = [_view_root(v) for v in self.results]
+        holders = Counter(roots)  # how many results hold each memory
+        relayouts = []
+        for v, root, strides in zip(self.results, roots, wanted):
+            if strides is None or root is not v or isinstance(v, BlockArgument) or holders[root] > 1:
+                continue
+            relayouts.append((self._slot(v), _layout_check(v.type, strides)))
+        return relayouts
+
+    def _results(self, regs: list, env: dict) -> list[Any]:
+        for slot, relayout in self._relayouts:
+            regs[slot] = relayout(regs[slot], env)
+        return [regs[i] for i in self._result_slots]
+
     # ------------------------------------------------------------ calls
     def __call__(self, args: Sequence[Any]) -> list[Any]:
         env: dict[str, int] = {}
@@ -448,7 +479,7 @@ class CompiledGraph:
             self._precompile_for(env)
         if self._memory is None:
             self._run(regs, env)
-            return [regs[i] for i in self._result_slots]
+            return self._results(regs, env)
         # A workspace no other call is using (pop and append are atomic under the GIL).
         free = self._workspaces.setdefault(self._stream(), [])
         workspace = free.pop() if free else self._memory.workspace(self.device)
@@ -456,7 +487,7 @@ class CompiledGraph:
             for slot, t in workspace:
                 regs[slot] = t
             self._run(regs, env)
-            return [regs[i] for i in self._result_slots]
+            return self._results(regs, env)
         finally:
             free.append(workspace)
 
@@ -562,6 +593,13 @@ def _layout_check(t: TensorType, strides: Sequence[Dim]) -> Callable[[torch.Tens
     return check
 
 
+def _view_root(v: SSAValue) -> SSAValue:
+    """The value whose memory v views (v itself where it is no view)."""
+    while isinstance(v.owner, (*prim.VIEW_OPS, *COMPLEX_VIEW_OPS)):
+        v = v.owner.operands[0]
+    return v
+
+
 def _layout_free(v: SSAValue) -> bool:
     """Whether every reader of v takes it with any strides: library calls that hand
     their operands to torch as they are, the graph's results (a library result returned
@@ -609,7 +647,9 @@ def _static_library_call(
 ) -> Callable[..., torch.Tensor] | None:
     """A torch call with every argument worked out now, for ops whose result does not
     depend on shape symbols (None otherwise: the op's reference runs). `views_only`:
-    only views of the result are read, by library calls (_only_viewed_by_library_calls)."""
+    no kernel reads the result, only library calls through views of it
+    (_only_viewed_by_library_calls) or, for a convolution, the graph's return: it keeps
+    the layout the library gives it."""
     if isinstance(op, prim.MmOp):
         return torch.mm
     if isinstance(op, prim.BmmOp):
@@ -629,9 +669,11 @@ def _static_library_call(
                 return out.contiguous(memory_format=memory_format)
 
             return nhwc
-        return lambda x, w, bias=None: torch.convolution(
-            x, w, bias, stride, padding, dilation, transposed, output_padding, groups
-        ).contiguous()
+
+        def convolution(x, w, bias=None):
+            return torch.convolution(x, w, bias, stride, padding, dilation, transposed, output_padding, groups)
+
+        return convolution if views_only else lambda x, w, bias=None: convolution(x, w, bias).contiguous()
     if isinstance(op, ScaledDotProductAttentionOp):
         scale = op.scale.value.data if op.scale is not None else None
         causal = bool(op.is_causal.value.data)

@@ -1,6 +1,7 @@
 """The buffer layouts a fused program asks for (passes/fusion/layouts.py), as the
-runtime and the interpreters apply them: the strides of a launch's outputs, and the
-memory format of a library op's result."""
+runtime and the interpreters apply them: the strides of a launch's outputs, the
+memory format of a library op's result, and the strides eager gives the graph's
+results (frontend/output_strides.py)."""
 
 from __future__ import annotations
 
@@ -12,6 +13,10 @@ from xdsl.ir import Operation
 
 from strata.dialects import prim
 from strata.passes.fusion.layouts import CHANNELS_LAST, LAYOUT_ATTR, STRIDES_ATTR
+
+# On a kernel.program: for each result, the strides eager gives it where they are a
+# dense layout other than row-major, else [] (frontend/output_strides.py).
+RESULT_STRIDES_ATTR = "strata.result_strides"
 
 
 def launch_strides(op: Operation) -> list[Sequence | None]:
@@ -28,3 +33,11 @@ def result_format(op: Operation) -> torch.memory_format:
     if isinstance(attr, StringAttr) and attr.data == CHANNELS_LAST:
         return torch.channels_last
     return torch.contiguous_format
+
+
+def result_strides(program: Operation) -> list[Sequence | None]:
+    """Each graph result's strides as eager lays it out, None where row-major (or as made)."""
+    attr = program.attributes.get(RESULT_STRIDES_ATTR)
+    if not isinstance(attr, ArrayAttr):
+        return [None] * len(program.function_type.outputs.data)
+    return [prim.dims_of(a) if a.data else None for a in attr.data]

@@ -148,3 +148,26 @@ def _truncating(code: str) -> str:
 
     tree = Truncate().visit(ast.parse(code, mode="eval"))
     return ast.unparse(ast.fix_missing_locations(tree))
+
+
+@torch._dynamo.config.patch(capture_scalar_outputs=True)
+def test_an_int_computed_from_item_is_returned():
+    """The graph returns it: only the running program knows the value."""
+
+    def f(x, t):
+        k = t.item()
+        return x * 2, max(k, -2) - 2, k // -3
+
+    _calls(f, [(X3, torch.tensor(k)) for k in (3, -7, 0)], lowered=False)
+
+
+@torch._dynamo.config.patch(capture_scalar_outputs=True)
+def test_an_assertion_on_a_value_no_op_gives_runs_eagerly():
+    """torch asserts on the storage offset of a slice strata leaves to eager (u2): a
+    symbol no op of the program binds. The graph then runs as eager does."""
+
+    def f(x, t):
+        return x.narrow(-2, t.sum().item(), 1)
+
+    xs = [torch.tensor([[[1], [0]]]), torch.tensor([[[0], [1]]]), torch.tensor([[[0], [-1]]])]
+    _calls(f, [(x, x) for x in xs], lowered=False)

@@ -5,7 +5,9 @@ ones (a quarter faster for a 3×3, 64-channel convolution on this machine's CPU,
 docs/performance.md). So a convolution's result is laid out channels-last, and so is a
 kernel output that a convolution reads: the kernels between two convolutions (batch
 norm, activation, residual add) read and write NHWC through their index expressions,
-and no copy is made. A value the graph returns keeps the contiguous layout eager gives it.
+and no copy is made. A value the graph returns keeps the layout eager gives it
+(`result_layouts`): contiguous, or the channels-last or transposed layout eager's
+result has, which the kernel making it writes directly.
 
 What is left is converting what no kernel makes (graph inputs: the activation, the
 weights) and the last convolution's result before a graph result. On a GPU the runtime
@@ -129,6 +131,49 @@ def choose_layouts(
         if cpu or direct or any(any(n in layouts for n in k.nodes) for k in kernels):
             layouts[r] = channels_last_strides(r.type.dims)
     return layouts
+
+
+def result_layouts(fn: func.FuncOp, outputs: list[SSAValue], plan: Plan, stored: set[SSAValue]) -> dict[SSAValue, tuple[Dim, ...]]:
+    """The returned kernel outputs whose traced strides (@graph's result attribute
+    `strata.strides`) are a dense layout other than row-major, with those strides: the
+    kernel writes them so, and no copy into eager's layout is left for the runtime."""
+    attrs = fn.res_attrs.data if fn.res_attrs is not None else ()
+    layouts: dict[SSAValue, tuple[Dim, ...]] = {}
+    for v, d in zip(outputs, attrs):
+        given = d.data.get(STRIDES_ATTR)
+        if given is None or v not in plan.kernel_of or v not in stored or not isinstance(v.type, TensorType):
+            continue
+        strides = tuple(prim.dims_of(given))
+        if len(strides) == _rank(v) and is_permuted_dense(v.type.dims, strides):
+            layouts.setdefault(v, strides)
+    return layouts
+
+
+def is_permuted_dense(dims: Sequence[Dim], strides: Sequence[Dim]) -> bool:
+    """Whether `strides` lay `dims` out in memory without gaps or overlaps in an order
+    other than row-major, for every value of the shape symbols: from the innermost dim
+    out, each stride is the product of the sizes inside it. Those are the layouts a
+    kernel writes and torch.empty_strided makes; dims of size 1 address nothing."""
+    pairs = [(sym(d), sym(s)) for d, s in zip(dims, strides) if sym(d) != 1]
+    if _packed(list(reversed(pairs))):
+        return False  # row-major already
+    inside: sympy.Expr = sympy.Integer(1)
+    while pairs:
+        innermost = [p for p in pairs if sympy.expand(p[1] - inside) == 0]
+        if len(innermost) != 1:
+            return False
+        pairs.remove(innermost[0])
+        inside = inside * innermost[0][0]
+    return True
+
+
+def _packed(inner_first: list[tuple[sympy.Expr, sympy.Expr]]) -> bool:
+    inside: sympy.Expr = sympy.Integer(1)
+    for size, stride in inner_first:
+        if sympy.expand(stride - inside) != 0:
+            return False
+        inside = inside * size
+    return True
 
 
 def _back_through_kernels(layouts: dict, plan: Plan, stored: set[SSAValue], returned: set[SSAValue], readers: dict) -> None:
