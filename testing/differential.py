@@ -128,7 +128,12 @@ def compare_calls(
         dynamo = torch._dynamo.config.patch(capture_scalar_outputs=capture_scalar_outputs, recompile_limit=max(8, 2 * calls))
         with warnings.catch_warnings(record=True) as caught, dynamo:
             warnings.simplefilter("always")
-            compiled = torch.compile(fn, backend=backend, dynamic=dynamic, options=options if backend == "strata" else None)
+            if backend == "strata":  # the backend itself: found by name only where strata is pip-installed
+                from strata.frontend.backend import make_backend
+
+                compiled = torch.compile(fn, backend=make_backend(None, options), dynamic=dynamic)
+            else:
+                compiled = torch.compile(fn, backend=backend, dynamic=dynamic)
             for call in range(calls):
                 want = _outcome(fn, arguments(call))
                 got = _outcome(compiled, arguments(call))
