@@ -426,19 +426,27 @@ class CompiledGraph:
         # AOTAutograd put before a kernel needing contiguous inputs
         # (_embedding_bag_forward_only) is gone, so the eager kernel gets contiguous
         # operands; views of storage (as_strided) keep theirs.
-        layout_free = op.overload_name not in ("aten::as_strided",)
+        # A view op (select, slice: its result aliases an operand, which a graph result
+        # may be) runs on its operands as they are, so that its result views their memory.
+        view = _is_view_op(op.overload_name)
+        layout_free = op.overload_name not in ("aten::as_strided",) and not view
         # A data-dependent size of its result (unbacked: no argument binds it) is
         # bound from what the kernel made, for the steps after it.
         given = {n for t in self.arg_types if isinstance(t, TensorType) for n in _names(t)}
         unbound = unbound_result_dims(op, given | set(filter(None, self.arg_symbols)))
+
+        # A result only returned (or handed to library calls) stays as eager made it: a
+        # view of an input stays that view, which AOTAutograd rebuilds the graph's
+        # aliased output from (a contiguous copy made it read the input at offset 0).
+        as_made = [_layout_free(v) for v in op.results]
 
         def step(regs: list, env: dict) -> None:
             args = [regs[i] for i in operands]
             if layout_free:
                 args = [a.contiguous() if isinstance(a, torch.Tensor) else a for a in args]
             outs = aten.call_eager(op, args, env)
-            for r, t in zip(results, outs):
-                regs[r] = t.contiguous() if isinstance(t, torch.Tensor) else t
+            for r, t, keep in zip(results, outs, as_made):
+                regs[r] = t.contiguous() if isinstance(t, torch.Tensor) and not keep else t
             for j, k, name in unbound:
                 env.setdefault(name, int(outs[j].shape[k]))
 
@@ -591,6 +599,15 @@ def _layout_check(t: TensorType, strides: Sequence[Dim]) -> Callable[[torch.Tens
         return relayout(x, sizes_of(env), strides_of(env))
 
     return check
+
+
+def _is_view_op(qualified_name: str) -> bool:
+    """Whether torch's schema says the op's result aliases an operand (select, slice)."""
+    try:
+        returns = aten.torch_overload(qualified_name)._schema.returns
+    except (AttributeError, RuntimeError):
+        return False
+    return any(r.alias_info is not None and not r.alias_info.is_write for r in returns)
 
 
 def _view_root(v: SSAValue) -> SSAValue:
