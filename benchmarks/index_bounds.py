@@ -87,9 +87,11 @@ def main(argv: list[str] | None = None) -> None:
         for name, (fn, *inputs) in every.items():
             on = strata.compile(fn, options={"index_bounds_checks": True})
             off = strata.compile(fn, options={"index_bounds_checks": False})
-            # the checks change no value: on and off agree bit for bit, and with eager
+            # the checks change no value: on and off agree bit for bit (and the programs,
+            # pure gathers, with eager; a model's rounding is the suite's business)
             torch.testing.assert_close(on(*inputs), off(*inputs), rtol=0, atol=0)
-            torch.testing.assert_close(on(*inputs), fn(*inputs), **({"rtol": 0, "atol": 0} if name in PROGRAMS else {}))
+            if name in PROGRAMS:
+                torch.testing.assert_close(on(*inputs), fn(*inputs), rtol=0, atol=0)
             # Eager apart: torch's OpenMP workers spin for a while after its parallel
             # region, and slowed whichever contender came right after it by up to 1.5x.
             t = interleaved_medians({"on": lambda: on(*inputs), "off": lambda: off(*inputs)},
