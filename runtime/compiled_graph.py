@@ -465,6 +465,8 @@ class CompiledGraph:
         for v, root, strides in zip(self.results, roots, wanted):
             if strides is None or root is not v or isinstance(v, BlockArgument) or holders[root] > 1:
                 continue
+            if isinstance(v.owner, kd.LaunchOp) and _made_as(v) == tuple(strides):
+                continue  # the kernel writes it in eager's layout (fusion's result_layouts)
             relayouts.append((self._slot(v), _layout_check(v.type, strides)))
         return relayouts
 
@@ -599,6 +601,12 @@ def _layout_check(t: TensorType, strides: Sequence[Dim]) -> Callable[[torch.Tens
         return relayout(x, sizes_of(env), strides_of(env))
 
     return check
+
+
+def _made_as(v: SSAValue) -> tuple | None:
+    """The strides a kernel.launch writes its output v with (None: contiguous)."""
+    strides = launch_strides(v.owner)[v.owner.results.index(v)]
+    return None if strides is None else tuple(strides)
 
 
 def _is_view_op(qualified_name: str) -> bool:
