@@ -30,7 +30,7 @@ from strata.dialects import aten
 from strata.dialects import kernel as kd
 from strata.dialects import kernel_text
 from strata.dialects.context import strata_context
-from strata.frontend import capture_cache, logs, output_strides, pipeline_spec
+from strata.frontend import capture_cache, logs, pipeline_spec
 from strata.frontend import report as reports
 from strata.frontend.effects import with_tokens
 from strata.frontend.errors import CompileError, describe_failure, describe_kernel_failure, failing_op
@@ -346,7 +346,6 @@ def _lowered(module: ModuleOp, steps: list[tuple[str, dict[str, Any]]], options,
     before, else by running the pipeline. A compile that traces or explains itself
     runs the pipeline, whose every level it records."""
     names, step_options = [n for n, _ in steps], [o for _, o in steps]
-    result_strides = output_strides.wanted(module)  # @graph's: fuse replaces it
     # fallback_random: random ops stay aten and run as eager's kernels.
     # index_bounds_checks: kernels check a user's indices as eager does (passes/fusion/gather.py).
     pass_options = {
@@ -363,7 +362,6 @@ def _lowered(module: ModuleOp, steps: list[tuple[str, dict[str, Any]]], options,
             capture.refuse("a traced or reported compile")
         with recording_declines() as declines:
             run_pipeline(module, names, options["verify"], trace, report, pass_options, step_options)
-        output_strides.annotate(module, result_strides)
         return module, declines, None
     from strata.runtime import graph_cache, parsed_programs
 
@@ -377,7 +375,6 @@ def _lowered(module: ModuleOp, steps: list[tuple[str, dict[str, Any]]], options,
         return kernel_text.join(parsed_programs.parse(program), kernels), declines, kernels
     with recording_declines() as declines:
         run_pipeline(module, names, options["verify"], trace, report, pass_options, step_options)
-    output_strides.annotate(module, result_strides)
     graph_cache.merge_identical_kernels(module)  # unobserved: no report names each kernel
     program, kernels = graph_cache.write(key, module, declines)
     parsed_programs.store(program, kernel_text.program_module(module))  # a warm compile's parse, done

@@ -85,7 +85,7 @@ def _strides_attr(val: torch.Tensor) -> ArrayAttr:
 
 def _result_attrs(graph: torch.fx.Graph, output_spec: list, results: int) -> list[DictionaryAttr]:
     """Each result's strides as eager makes them (`strata.strides`), which strata's
-    results keep (frontend/output_strides.py): channels-last stays channels-last."""
+    results keep (passes/fusion/layouts.py): channels-last stays channels-last."""
     output = next(n for n in graph.nodes if n.op == "output")
     strides: dict[int, DictionaryAttr] = {}
     for v, spec in zip(_flatten(output.args[0]), output_spec):

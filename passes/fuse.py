@@ -31,9 +31,11 @@ from strata.passes.fusion.indexing import contiguous_strides
 from strata.passes.fusion.layouts import (
     CHANNELS_LAST,
     LAYOUT_ATTR,
+    RESULT_STRIDES_ATTR,
     STRIDES_ATTR,
     choose_layouts,
     copy_convolution_inputs,
+    eager_result_strides,
     on_cpu,
     result_layouts,
 )
@@ -104,7 +106,8 @@ def lower_graph(fn: func.FuncOp, emulate_precision_casts: bool = False, index_bo
     stored = _stored_nodes(plan, ops, outputs)
     given_strides = arg_strides(fn)
     layouts = choose_layouts(ops, outputs, plan, stored, on_cpu(fn))
-    layouts.update(result_layouts(fn, outputs, plan, stored))
+    wanted = eager_result_strides(fn, outputs)
+    layouts.update(result_layouts(outputs, wanted, plan, stored))
 
     def strides_of(v: SSAValue):
         return layouts.get(v) or given_strides.get(v) or contiguous_strides(dims_of(v))
@@ -142,6 +145,8 @@ def lower_graph(fn: func.FuncOp, emulate_precision_casts: bool = False, index_bo
             env.update(zip(item.results, clone.results))
     results = [_program_value(v, env, program) for v in outputs]
     program.block.add_op(kd.ReturnOp(results))
+    if any(w is not None for w in wanted):
+        program.attributes[RESULT_STRIDES_ATTR] = ArrayAttr([dims_attr(w or ()) for w in wanted])
     if report:
         _log_summary(fn, ops, plan, program)
     return [*kernels, program]

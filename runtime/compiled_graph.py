@@ -12,7 +12,7 @@ eager fallback (aten op); draw the graph's random seeds, all at once
 (runtime/random_seeds.py). Inputs laid out differently from what the kernels were
 compiled for are copied into that layout first; results that eager lays out otherwise
 than the program made them (channels-last, transposed: `strata.result_strides`,
-frontend/output_strides.py) are copied into eager's layout last.
+passes/fusion/layouts.py) are copied into eager's layout last.
 
 A call runs no loop over these closures: the arguments' checks and the steps are
 generated as straight-line Python at construction (`_entry`, runtime/graph_runner.py),

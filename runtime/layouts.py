@@ -1,7 +1,7 @@
 """The buffer layouts a fused program asks for (passes/fusion/layouts.py), as the
 runtime and the interpreters apply them: the strides of a launch's outputs, the
 memory format of a library op's result, and the strides eager gives the graph's
-results (frontend/output_strides.py)."""
+results (passes/fusion/layouts.py)."""
 
 from __future__ import annotations
 
@@ -12,11 +12,7 @@ from xdsl.dialects.builtin import ArrayAttr, StringAttr
 from xdsl.ir import Operation
 
 from strata.dialects import prim
-from strata.passes.fusion.layouts import CHANNELS_LAST, LAYOUT_ATTR, STRIDES_ATTR
-
-# On a kernel.program: for each result, the strides eager gives it where they are a
-# dense layout other than row-major, else [] (frontend/output_strides.py).
-RESULT_STRIDES_ATTR = "strata.result_strides"
+from strata.passes.fusion.layouts import CHANNELS_LAST, LAYOUT_ATTR, RESULT_STRIDES_ATTR, STRIDES_ATTR
 
 
 def launch_strides(op: Operation) -> list[Sequence | None]:

@@ -1,5 +1,6 @@
-"""A compiled graph's results have eager's strides (frontend/output_strides.py,
-runtime/compiled_graph.py): channels-last stays channels-last through pointwise ops
+"""A compiled graph's results have eager's strides (the importer records them,
+passes/fusion/layouts.py lays them out, runtime/compiled_graph.py copies what is
+left): channels-last stays channels-last through pointwise ops
 and convolutions, a transposed input's pointwise result is laid out as the input, with
 static and dynamic shapes, as under TorchInductor."""
 

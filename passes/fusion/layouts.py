@@ -133,18 +133,32 @@ def choose_layouts(
     return layouts
 
 
-def result_layouts(fn: func.FuncOp, outputs: list[SSAValue], plan: Plan, stored: set[SSAValue]) -> dict[SSAValue, tuple[Dim, ...]]:
-    """The returned kernel outputs whose traced strides (@graph's result attribute
-    `strata.strides`) are a dense layout other than row-major, with those strides: the
-    kernel writes them so, and no copy into eager's layout is left for the runtime."""
-    attrs = fn.res_attrs.data if fn.res_attrs is not None else ()
-    layouts: dict[SSAValue, tuple[Dim, ...]] = {}
+# On a kernel.program: for each result, the strides eager gives it where they are a
+# dense layout other than row-major, else [] (the runtime copies a result that comes
+# out otherwise into them: runtime/compiled_graph.py).
+RESULT_STRIDES_ATTR = "strata.result_strides"
+
+
+def eager_result_strides(fn: func.FuncOp, outputs: list[SSAValue]) -> list[tuple[Dim, ...] | None]:
+    """For each result, its traced strides (@graph's result attribute `strata.strides`,
+    from the importer) where they are a dense layout other than row-major, else None."""
+    attrs = fn.res_attrs.data if fn.res_attrs is not None else [None] * len(outputs)
+    out: list[tuple[Dim, ...] | None] = []
     for v, d in zip(outputs, attrs):
-        given = d.data.get(STRIDES_ATTR)
-        if given is None or v not in plan.kernel_of or v not in stored or not isinstance(v.type, TensorType):
-            continue
-        strides = tuple(prim.dims_of(given))
-        if len(strides) == _rank(v) and is_permuted_dense(v.type.dims, strides):
+        given = d.data.get(STRIDES_ATTR) if d is not None else None
+        strides = tuple(prim.dims_of(given)) if given is not None else None
+        keep = strides is not None and len(strides) == _rank(v) and is_permuted_dense(v.type.dims, strides)
+        out.append(strides if keep else None)
+    return out
+
+
+def result_layouts(outputs: list[SSAValue], wanted: list[tuple[Dim, ...] | None], plan: Plan,
+                   stored: set[SSAValue]) -> dict[SSAValue, tuple[Dim, ...]]:
+    """The returned kernel outputs eager lays out otherwise than row-major, with those
+    strides: the kernel writes them so, and the runtime has no copy left to make."""
+    layouts: dict[SSAValue, tuple[Dim, ...]] = {}
+    for v, strides in zip(outputs, wanted):
+        if strides is not None and v in plan.kernel_of and v in stored:
             layouts.setdefault(v, strides)
     return layouts
 
