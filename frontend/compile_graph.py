@@ -34,7 +34,7 @@ from strata.frontend import capture_cache, logs, pipeline_spec
 from strata.frontend import report as reports
 from strata.frontend.effects import with_tokens
 from strata.frontend.errors import CompileError, describe_failure, describe_kernel_failure, failing_op
-from strata.frontend.importer import ItemResult, UnsupportedGraph, import_graph
+from strata.frontend.importer import IntComputation, ItemResult, UnsupportedGraph, import_graph
 from strata.frontend.storage_offsets import guarded
 from strata.frontend.trace import Trace
 from strata.passes.decompose import recording_declines
@@ -404,6 +404,8 @@ def graph_outputs(compiled: CompiledGraph, imported) -> Callable[[list], list]:
                 out.append(None if s is None else tensors[s])
             elif isinstance(s, ItemResult):
                 out.append(int(tensors[s.index].item()))
+            elif isinstance(s, IntComputation):
+                out.append(s(full))
             else:
                 env = env or bind_symbols(compiled.arg_types, full, compiled.arg_symbols)
                 out.append(evaluate(s, env))

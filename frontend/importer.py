@@ -27,7 +27,7 @@ from xdsl.ir import Attribute, Block, Region, SSAValue
 
 from strata.dialects import aten
 from strata.dialects.prim import dims_attr
-from strata.dialects.types import TensorType, dtype_name, from_torch_sympy
+from strata.dialects.types import TensorType, dtype_name, from_torch_sympy, is_signed
 from strata.frontend.storage_offsets import storage_offset_attr
 from strata.passes.fusion.fresh_results import RESULT_BASES, result_bases_attr
 from strata.passes.infer_shapes import TRACED
@@ -60,6 +60,50 @@ class ItemResult:
     knows: @graph returns it as the 0-d i64 tensor at `index` (aten.scalar_tensor)."""
 
     index: int
+
+
+@dataclass(frozen=True)
+class IntComputation:
+    """An int output the graph computes from its int inputs and sizes with Python's
+    operators, run as its FX nodes say: the expression torch records for it may be
+    simplified wrongly for negative ints (`(k // -3) // -3` is recorded as `k // 9`)."""
+
+    nodes: tuple[torch.fx.Node, ...]  # the output's ancestors and itself, in graph order
+    arguments: dict[torch.fx.Node, int]  # each placeholder among them: its argument's index
+
+    @staticmethod
+    def of(v: torch.fx.Node) -> IntComputation | None:
+        """v's computation, where every node it depends on is a graph input or computes
+        an int, float or bool (not a tensor); else None."""
+        seen: set[torch.fx.Node] = set()
+        stack = [v]
+        while stack:
+            n = stack.pop()
+            if n in seen:
+                continue
+            seen.add(n)
+            if n.op == "placeholder":
+                continue
+            if n.op != "call_function" or isinstance(n.meta.get("val"), torch.Tensor):
+                return None
+            stack.extend(n.all_input_nodes)
+        if v.op == "placeholder":
+            return None
+        placeholders = [n for n in v.graph.nodes if n.op == "placeholder"]
+        return IntComputation(
+            tuple(n for n in v.graph.nodes if n in seen),
+            {n: placeholders.index(n) for n in seen if n.op == "placeholder"},
+        )
+
+    def __call__(self, args: list) -> int:
+        values: dict[torch.fx.Node, Any] = {}
+        for n in self.nodes:
+            if n.op == "placeholder":
+                values[n] = args[self.arguments[n]]
+            else:
+                values[n] = n.target(*torch.fx.node.map_arg(n.args, values.__getitem__),
+                                     **torch.fx.node.map_arg(n.kwargs, values.__getitem__))
+        return int(values[self.nodes[-1]])
 
 
 def tensor_type_of(val: Any) -> TensorType:
@@ -208,7 +252,7 @@ def _flatten(v: Any) -> list[Any]:
     return [v]
 
 
-def _output_spec(builder: Builder, env: dict, v: Any, outputs: list[SSAValue]) -> int | None | sympy.Expr | ItemResult:
+def _output_spec(builder: Builder, env: dict, v: Any, outputs: list[SSAValue]) -> int | None | sympy.Expr | ItemResult | IntComputation:
     """How the graph returns v; tensors are appended to `outputs`."""
     if v is None:
         return None
@@ -223,7 +267,9 @@ def _output_spec(builder: Builder, env: dict, v: Any, outputs: list[SSAValue]) -
             outputs.append(op.results[0])
             return ItemResult(len(outputs) - 1)
         if isinstance(meta, torch.SymInt):
-            return from_torch_sympy(meta.node.expr)
+            expr = from_torch_sympy(meta.node.expr)
+            # over sizes alone torch's expression is exact, and cheaper to evaluate
+            return (is_signed(expr) and IntComputation.of(v)) or expr
     if isinstance(v, int) and not isinstance(v, bool):
         return sympy.Integer(v)
     raise UnsupportedGraph(f"graph output {v} is neither a tensor, a size nor None")

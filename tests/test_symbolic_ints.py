@@ -171,3 +171,16 @@ def test_an_assertion_on_a_value_no_op_gives_runs_eagerly():
 
     xs = [torch.tensor([[[1], [0]]]), torch.tensor([[[0], [1]]]), torch.tensor([[[0], [-1]]])]
     _calls(f, [(x, x) for x in xs], lowered=False)
+
+
+def test_an_int_output_is_computed_as_python_computes_it():
+    """torch records `(k // -3) // -3` as `k // 9`, which is wrong for k = 7: the graph's
+    int output is computed from its FX nodes instead."""
+
+    def f(x, k):
+        return x * 2, (k // -3) // -3
+
+    torch._dynamo.reset()
+    compiled = strata.compile(f)
+    for k in (5, 7, -4, 20):
+        assert compiled(X3, k)[1] == f(X3, k)[1], k
