@@ -2,8 +2,8 @@
 
 Sizes, loop counters and offsets into a buffer are never negative, so floor division
 and Mod are unsigned division and remainder, which LLVM turns into shifts and masks
-for powers of two. An expression over an int that may be negative (an `n…` or `m…` symbol:
-`Mod(x0 + ns3, 5)` of a roll by a Python int) rounds as Python does instead: signed
+for powers of two. One sympy cannot prove non-negative (over an `n…` or `m…` symbol:
+`Mod(x0 + ns3, 5)` of a roll by a Python int; `floor(-s0/5)`) rounds as Python does instead: signed
 division and remainder, corrected toward negative infinity. A division outside floor
 is one torch proved exact (`s0/4`): it is a floor division too. Adds and
 multiplies carry `nsw`: an index never overflows 64 bits, and saying so lets LLVM see
@@ -24,7 +24,7 @@ from llvmlite import ir
 from strata.codegen.errors import CodegenError
 from strata.codegen.llvm_dtypes import I64
 from strata.codegen.llvm_lanes import const_like, unify
-from strata.dialects.types import is_signed
+from strata.dialects.types import may_be_negative
 
 NSW = ("nsw",)
 
@@ -45,16 +45,17 @@ def lower_index(b: ir.IRBuilder, expr: sympy.Expr, env: Mapping[str, ir.Value]) 
         base = lower_index(b, expr.base, env)
         return reduce(lambda x, y: b.mul(x, y, flags=NSW), [base] * int(expr.exp))
     if isinstance(expr, sympy.floor):
+        signed = _signed_fraction(expr.args[0])
         numerator, denominator = _fraction(b, expr.args[0], env)
-        return _floor_div(b, numerator, denominator) if is_signed(expr) else b.udiv(numerator, denominator)
+        return _floor_div(b, numerator, denominator) if signed else b.udiv(numerator, denominator)
     if isinstance(expr, sympy.ceiling):
-        if is_signed(expr):  # ceiling(a) = -floor(-a)
+        if _signed_fraction(expr.args[0]):  # ceiling(a) = -floor(-a)
             return b.neg(lower_index(b, sympy.floor(-expr.args[0]), env))
         numerator, denominator = _fraction(b, expr.args[0], env)
         rounded_up = b.add(numerator, b.sub(denominator, const_like(denominator, 1)), flags=NSW)
         return b.udiv(rounded_up, denominator)
     if isinstance(expr, sympy.Mod):
-        if is_signed(expr):
+        if may_be_negative(expr.args[0]):
             return _floor_mod(b, *_lower_all(b, expr.args, env))
         return b.urem(*_lower_all(b, expr.args, env))
     if isinstance(expr, sympy.Abs):
@@ -66,6 +67,11 @@ def lower_index(b: ir.IRBuilder, expr: sympy.Expr, env: Mapping[str, ir.Value]) 
     raise CodegenError(
         f"index expression {expr} ({type(expr).__name__}) is not supported by the LLVM CPU code generator"
     )
+
+
+def _signed_fraction(expr: sympy.Expr) -> bool:
+    """Whether the fraction p/q that `expr` is may have a negative p or q."""
+    return any(may_be_negative(part) for part in sympy.fraction(sympy.together(expr)))
 
 
 def _floor_div(b: ir.IRBuilder, n: ir.Value, d: ir.Value) -> ir.Value:

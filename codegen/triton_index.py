@@ -3,8 +3,8 @@
 Sizes, loop indices and offsets into a buffer are never negative, so `floor(a/b)`
 prints as `a // b` and `Mod(a, b)` as `a % b`: Triton's integer division truncates and
 Python's floors, which agree there. The same text therefore serves kernel bodies and the
-Python launcher. An expression over an int that may be negative (an `n…` or `m…` symbol) is
-printed in a form that floors under either rounding (`((a % m) + m) % m`), for a
+Python launcher. One sympy cannot prove non-negative (over an `n…` or `m…` symbol, or
+`floor(-s0/5)`) is printed in a form that floors under either rounding (`((a % m) + m) % m`), for a
 positive divisor; a division outside floor is one torch proved exact (`s0/4`).
 """
 
@@ -13,7 +13,7 @@ from __future__ import annotations
 import sympy
 
 from strata.codegen.errors import CodegenError
-from strata.dialects.types import is_signed
+from strata.dialects.types import may_be_negative
 
 INT32_LIMIT = 2**31
 
@@ -36,8 +36,8 @@ def int_code(expr: sympy.Expr, python: bool = False) -> str:
         num, den = sympy.fraction(sympy.together(expr.args[0]))
         if den == 1:
             return int_code(num, python)
-        if is_signed(expr) and not python:
-            if is_signed(den):
+        if may_be_negative(num) and not python:
+            if may_be_negative(den):
                 raise CodegenError(f"index expression {expr} divides by a value that may be negative")
             if isinstance(expr, sympy.ceiling):  # ceiling(a) = -floor(-a)
                 return f"(-{_factor_code(sympy.floor(-expr.args[0]), python)})"
@@ -48,8 +48,8 @@ def int_code(expr: sympy.Expr, python: bool = False) -> str:
         return f"(({int_code(num, python)}) // ({int_code(den, python)}))"
     if isinstance(expr, sympy.Mod):
         a, m = expr.args
-        if is_signed(expr) and not python:
-            if is_signed(m):
+        if may_be_negative(a) and not python:
+            if may_be_negative(m):
                 raise CodegenError(f"index expression {expr} takes a modulo that may be negative")
             return _floor_mod_code(a, m)
         return f"(({int_code(a, python)}) % ({int_code(m, python)}))"

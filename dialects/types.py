@@ -170,6 +170,13 @@ def is_signed(expr: sympy.Expr) -> bool:
     return any(s.name.startswith((SIGNED_PREFIX, NEGATIVE_PREFIX)) for s in expr.free_symbols)
 
 
+def may_be_negative(expr: sympy.Expr) -> bool:
+    """Whether sympy cannot prove `expr` never negative: a floor division or modulo of it
+    needs Python's rounding, not the unsigned one. Offsets over loop indices and sizes
+    are proved; a value such as `floor(-s0/5)` (a scalar a kernel computes) is not."""
+    return is_signed(expr) or sympy.sympify(expr).is_nonnegative is not True
+
+
 def sym(text: str | int | sympy.Expr) -> sympy.Expr:
     """Parse an expression over shape symbols, with strata's symbol assumptions."""
     if isinstance(text, sympy.Basic):

@@ -184,3 +184,13 @@ def test_an_int_output_is_computed_as_python_computes_it():
     compiled = strata.compile(f)
     for k in (5, 7, -4, 20):
         assert compiled(X3, k)[1] == f(X3, k)[1], k
+
+
+def test_a_negative_value_computed_from_a_size_floors_as_python():
+    """k proved non-negative (a size-like s symbol), yet `-k // 5` is negative: the
+    kernel computing it divides as Python does, not as unsigned integers."""
+
+    def f(x, k):
+        return x / ((-k) // 5), torch.arange(12.0)[(-k) // 5]
+
+    _calls(f, [(X3, k) for k in (2, 5, 7, 11)], lowered=False)
