@@ -14,19 +14,25 @@ symbols in the symbols array (`atomicrmw`: the threads of a parallel kernel end 
 chunks at once), so the entry point's signature stays the same. Python passes that
 array with the slots zeroed and, once the call returns, raises for the first site that
 wrote (llvm_cpu.py); an index out of range is never below the size, which is never 0
-here, so a written slot is never 0.
+there (a call where it would be raises before the launch), so a written slot is never 0.
 """
 
 from __future__ import annotations
 
+import re
 from collections.abc import Sequence
 
+import sympy
 from llvmlite import ir
+from xdsl.dialects import arith
 
 from strata.codegen.llvm_lanes import I64, call_intrinsic, intrinsic, lanes_of, splat
-from strata.dialects.kernel import FuncOp
+from strata.dialects import kernel as kd
+from strata.dialects.kernel import FuncOp, parse_index
 from strata.dialects.kernel_text import Kernel, KernelText, as_func
 from strata.dialects.prim_indexing import CheckIndexOp, IndexOutOfBounds
+from strata.dialects.types import sym
+from strata.runtime.index_values import evaluate
 
 SLOTS_PER_SITE = 2  # the largest out-of-range index (0: none), the size
 
@@ -88,6 +94,17 @@ class CheckSites:
                 b.atomic_rmw("xchg", size_slot, size, "monotonic")
 
 
+def _uniform_size(op: CheckIndexOp) -> sympy.Expr | None:
+    """The size a check compares with, where it is one value for the whole kernel."""
+    owner = op.size.owner
+    if isinstance(owner, arith.ConstantOp):
+        return sympy.Integer(owner.value.value.data)
+    if isinstance(owner, kd.IndexOp):
+        size = parse_index(owner.index.data)
+        return size if not any(re.fullmatch(r"[xr]\d+", s.name) for s in size.free_symbols) else None
+    return None
+
+
 def error_slots(b: ir.IRBuilder, symbols: ir.Value, func: FuncOp) -> ir.Value:
     """Where a chunk's sites write: the symbols array, past the shape symbols."""
     return b.gep(symbols, [ir.Constant(I64, len(func.symbol_names))], inbounds=True, source_etype=I64)
@@ -95,12 +112,28 @@ def error_slots(b: ir.IRBuilder, symbols: ir.Value, func: FuncOp) -> ir.Value:
 
 class OutOfBoundsReport:
     """The Python side: the slots a call of a kernel with `sites` check sites needs past
-    its `symbols` shape symbols, and the error a call that wrote them raises."""
+    its `symbols` shape symbols, and the error a call that wrote them raises.
+
+    A dim whose size is symbolic may be empty at a call: then every index into it is
+    out of range, and the kernel's loads would read an empty tensor (a null pointer).
+    `raise_if_empty_dim` raises before such a launch."""
 
     def __init__(self, kernel: Kernel, symbols: int, sites: int):
         self.kernel = kernel
         self.first = symbols
         self.sites = sites
+        func = as_func(kernel)
+        self._symbol_names = list(func.symbol_names)
+        self._domain = [sym(d) for d in (*func.pointwise_dims, *func.reduction_dims)]
+        self.may_be_empty = [(k, size) for k, op in enumerate(check_ops(func))
+                             if (size := _uniform_size(op)) is not None and size.is_positive is not True]
+
+    def raise_if_empty_dim(self, symbols: Sequence[int]) -> None:
+        env = dict(zip(self._symbol_names, symbols))
+        for k, size in self.may_be_empty:
+            if evaluate(size, env) == 0 and all(evaluate(d, env) > 0 for d in self._domain):
+                op = check_ops(as_func(self.kernel))[k]
+                raise IndexOutOfBounds(op.message(None, 0))
 
     def slots(self) -> int:
         return SLOTS_PER_SITE * self.sites

@@ -63,6 +63,8 @@ class CompiledKernel:
         if self._checks is None:
             self._entry(self._buffer_array(*pointers), self._symbol_array(*symbols))
             return
+        if self._checks.may_be_empty:
+            self._checks.raise_if_empty_dim(symbols)
         slots = self._symbol_array(*symbols)
         self._entry(self._buffer_array(*pointers), slots)
         self._checks.raise_if_written(slots)

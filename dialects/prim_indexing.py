@@ -30,7 +30,8 @@ from __future__ import annotations
 import torch
 from xdsl.dialects.builtin import ArrayAttr, IntegerAttr, StringAttr, i64
 from xdsl.ir import Attribute, SSAValue
-from xdsl.irdl import irdl_op_definition, operand_def, prop_def, result_def
+from xdsl.irdl import irdl_op_definition, operand_def, prop_def, result_def, traits_def
+from xdsl.traits import MemoryWriteEffect
 from xdsl.utils.exceptions import VerifyException
 
 from strata.dialects.prim import PrimOp, TensorOp, dims_attr, dims_of, element_dtype, same_dims, types_match
@@ -281,9 +282,11 @@ class IndexOutOfBounds(IndexError, RuntimeError):
     eager op catches catches this too."""
 
 
-def out_of_bounds_message(index: int, dim: int, size: int, indexing_op: str) -> str:
-    """Eager's words, and the op (with the user's line, where known) that indexed."""
-    return f"index {index} is out of bounds for dimension {dim} with size {size} ({indexing_op})"
+def out_of_bounds_message(index: int | None, dim: int, size: int, indexing_op: str) -> str:
+    """Eager's words, and the op (with the user's line, where known) that indexed;
+    `index` None where it is not known (every index into an empty dim is out of range)."""
+    which = "an index" if index is None else f"index {index}"
+    return f"{which} is out of bounds for dimension {dim} with size {size} ({indexing_op})"
 
 
 @irdl_op_definition
@@ -299,6 +302,10 @@ class CheckIndexOp(PrimOp):
     since the launch raises)."""
 
     name = "prim.check_index"
+    # An effect, as prim.assert_scalar has: an unused check still raises, so dead-code
+    # elimination keeps it (and the fuse pass gives it a kernel of its own where no
+    # gather computes each of its elements: passes/fusion/checked_indices.py).
+    traits = traits_def(MemoryWriteEffect())
     index = operand_def()
     size = operand_def()
     result = result_def()
@@ -331,7 +338,7 @@ class CheckIndexOp(PrimOp):
             raise VerifyException(f"prim.check_index: wraps is 0 or 1, got {self.wraps.value.data}")
         super().verify_()
 
-    def message(self, index: int, size: int) -> str:
+    def message(self, index: int | None, size: int) -> str:
         return out_of_bounds_message(index, self.dim.value.data, size, self.indexing_op.data)
 
     def reference(self, index, size):

@@ -26,6 +26,7 @@ from strata.dialects.prim import dims_attr
 from strata.dialects.prim import dims_of as prim_dims_of
 from strata.dialects.types import TensorType
 from strata.passes.fusion.bias import add_biases_in_kernels
+from strata.passes.fusion.checked_indices import unchecked_indices
 from strata.passes.fusion.decisions import domain_text, info_enabled, log
 from strata.passes.fusion.indexing import contiguous_strides
 from strata.passes.fusion.layouts import (
@@ -46,6 +47,7 @@ from strata.passes.fusion.plan import (
     Kernel,
     Plan,
     build_plan,
+    choose_realized,
     dims_of,
     is_reduction,
     operand_indices,
@@ -102,8 +104,11 @@ def lower_graph(fn: func.FuncOp, emulate_precision_casts: bool = False, index_bo
     assert isinstance(ret, func.ReturnOp), "func.func @graph must end in func.return"
     ops = [o for o in block.ops if o is not ret]
     outputs = list(ret.arguments)
-    plan = build_plan(ops, outputs)
-    stored = _stored_nodes(plan, ops, outputs)
+    # Indices a kernel would check only in part run through a check of their own: its
+    # result is stored like an output (and read by the gathers), never returned.
+    checks = unchecked_indices(ops, choose_realized(ops, outputs)) if index_bounds_checks else []
+    plan = build_plan(ops, outputs + checks)
+    stored = _stored_nodes(plan, ops, outputs + checks)
     given_strides = arg_strides(fn)
     layouts = choose_layouts(ops, outputs, plan, stored, on_cpu(fn))
     wanted = eager_result_strides(fn, outputs)

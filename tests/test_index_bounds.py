@@ -233,3 +233,59 @@ def test_one_kernel_in_every_runner(runner):
     assert out.tolist() == [1.0, 7.0]
     with pytest.raises(IndexError, match="out of bounds for dimension 0 with size 10"):
         run([torch.tensor([1, 13]), torch.arange(10.0), out])
+
+
+# Reads that compute fewer elements than the index holds, or none: eager checks every
+# index the user gave all the same (passes/fusion/checked_indices.py).
+PARTIAL_READS = {
+    "embedding_of_empty_rows": (lambda w, i: torch.nn.functional.embedding(i, w), lambda: (torch.randn(4, 0), torch.tensor([1, 4]))),
+    "every_other_row": (lambda x, i: x[i][::2] * 2, lambda: (torch.randn(5, 3), torch.tensor([0, 9]))),
+    "index_select_of_empty_columns": (lambda x, i: x.index_select(0, i) + 1,
+                                      lambda: (torch.randn(6, 0), torch.tensor([2, -6]))),
+    "gather_then_first_column": (lambda x, i: x.gather(1, i)[:, :1] * 2,
+                                 lambda: (torch.randn(3, 4), torch.tensor([[0, 1], [2, 3], [0, 4]]))),
+}
+
+
+@pytest.mark.parametrize("codegen", CODEGENS)
+@pytest.mark.parametrize("name", list(PARTIAL_READS))
+def test_an_index_no_element_reads_is_checked_all_the_same(name, codegen):
+    fn, make_args = PARTIAL_READS[name]
+    args = make_args()
+    with pytest.raises((IndexError, RuntimeError)):
+        fn(*args)
+    with pytest.raises(IndexError, match="out of bounds"):
+        compiled(fn, codegen)(*args)
+
+
+@pytest.mark.parametrize("name", list(PARTIAL_READS))
+def test_indices_in_range_of_a_partial_read_give_eagers_values(name):
+    fn, make_args = PARTIAL_READS[name]
+    args = list(make_args())
+    args[-1] = torch.zeros_like(args[-1])
+    torch.testing.assert_close(compiled(fn, "llvm")(*args), fn(*args))
+
+
+def test_a_read_wholly_computed_gets_no_check_of_its_own(tmp_path):
+    """An embedding feeding the rest of the graph: its check stays in the gather's kernel."""
+    fn = lambda w, i: torch.nn.functional.embedding(i, w).sum(-1)  # noqa: E731
+    c = compiled(fn, "llvm", **{"trace.enabled": True, "trace.dir": str(tmp_path)})
+    c(torch.randn(10, 4), torch.tensor([[1, 2], [3, 4]]))
+    assert kernel_ir(tmp_path).count("kernel.func") == 1
+
+
+@pytest.mark.parametrize("codegen", CODEGENS)
+def test_a_gather_from_a_dim_empty_at_run_time_raises_before_reading(codegen):
+    """arange(k % 7) is empty at k = 0: no element to read, every index out of range
+    (the kernel's load would read an empty tensor: a null pointer)."""
+    def f(k, i):
+        return torch.arange(k % 7).gather(0, i) * 2
+
+    c = torch.compile(f, backend="strata", dynamic=True, options={"codegen": codegen})
+    for k in (4, 5):
+        torch.testing.assert_close(c(k, torch.tensor([3, 1])), f(k, torch.tensor([3, 1])))
+    with pytest.raises(RuntimeError):
+        f(0, torch.tensor([0, 0]))
+    # Triton's assert names the size as the kernel holds it (Mod(n…, 7)), not its value.
+    with pytest.raises(IndexError, match="out of bounds for dimension 0 with size " + ("0" if codegen == "llvm" else "")):
+        c(0, torch.tensor([0, 0]))
