@@ -333,11 +333,16 @@ INTERPRETER.update(triton_erfcx.INTERPRETER)
 # Helpers only the CUDA generator calls (PTX the interpreter cannot run).
 CUDA: dict[str, str] = {
     # A product rounded on its own, never fused into an add (FMA contraction is on in
-    # some kernels: triton_launcher), subnormals kept (libdevice.mul_rn flushes them).
+    # some kernels: triton_launcher), subnormals kept (libdevice.mul_rn flushes f32
+    # ones). f64 has no flush to zero: libdevice's __nv_dmul_rn is that product. One
+    # return after a static if: Triton 3.6 compiled the f32 statement after an f64
+    # early return too, and failed (137 f64 errors in the CUDA OpInfo sweep).
     "mul_rn": _jit("_mul_rn(a, b)", """
 if a.dtype == tl.float64:
-    return tl.inline_asm_elementwise("mul.rn.f64 $0, $1, $2;", "=d,d,d", [a, b], dtype=tl.float64, is_pure=True, pack=1)
-return tl.inline_asm_elementwise("mul.rn.f32 $0, $1, $2;", "=f,f,f", [a, b], dtype=tl.float32, is_pure=True, pack=1)
+    r = {m}.mul_rn(a, b)
+else:
+    r = tl.inline_asm_elementwise("mul.rn.f32 $0, $1, $2;", "=f,f,f", [a, b], dtype=tl.float32, is_pure=True, pack=1)
+return r
 """),
     # 1/x correctly rounded, subnormal results kept, as eager's IEEE division gives
     # them (libdevice.rcp_rn flushes those to zero); cheaper than div.rn with a
