@@ -289,3 +289,21 @@ def test_a_gather_from_a_dim_empty_at_run_time_raises_before_reading(codegen):
     # Triton's assert names the size as the kernel holds it (Mod(n…, 7)), not its value.
     with pytest.raises(IndexError, match="out of bounds for dimension 0 with size " + ("0" if codegen == "llvm" else "")):
         c(0, torch.tensor([0, 0]))
+
+
+@pytest.mark.parametrize("codegen", CODEGENS)
+def test_advanced_indexing_with_an_empty_result_checks_nothing_as_eager(codegen):
+    """Eager's x[i] checks no index when the result is empty (x of shape [5, 0]), while
+    index_select and embedding check theirs all the same."""
+    fn = lambda x, i: x[i] + 1  # noqa: E731
+    x, i = torch.randn(5, 0), torch.tensor([9, -7])
+    torch.testing.assert_close(compiled(fn, codegen)(x, i), fn(x, i))
+
+
+def test_index_select_from_an_empty_dim_raises_as_eager():
+    fn = lambda x, i: x.index_select(0, i) + 1  # noqa: E731
+    x, i = torch.randn(0, 3), torch.tensor([0])
+    with pytest.raises(RuntimeError):
+        fn(x, i)
+    with pytest.raises(RuntimeError):
+        compiled(fn, "llvm")(x, i)

@@ -17,7 +17,7 @@ eager accepts them. Coordinates the rules compute themselves need no check.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 
 import sympy
 from xdsl.ir import SSAValue
@@ -64,9 +64,12 @@ def positions(b: PrimBuilder, dims: Sequence[Dim], d: int) -> SSAValue:
     return b.add(prim.BroadcastInDimOp(iota, dims, [d])) if len(dims) > 1 else iota
 
 
-def take(b: PrimBuilder, x: SSAValue, dim: int, index: SSAValue) -> SSAValue:
+def take(b: PrimBuilder, x: SSAValue, dim: int, index: SSAValue,
+         check_each_read: Callable[[SSAValue], SSAValue] | None = None) -> SSAValue:
     """x[..., index, ...] at dim `dim`: dims pre + index.dims + post, x's dtype. The
-    index is i64 and in range (wrapped already)."""
+    index is i64 and in range (wrapped already), or `check_each_read` checks it where
+    the result reads it: once per element of the result, so not at all where the
+    result is empty (eager's advanced indexing checks no index then)."""
     t, it = tensor_of(x), tensor_of(index)
     pre, n, post = list(t.dims[:dim]), t.dims[dim], list(t.dims[dim + 1 :])
     block = list(it.dims)
@@ -83,6 +86,8 @@ def take(b: PrimBuilder, x: SSAValue, dim: int, index: SSAValue) -> SSAValue:
     xv = b.reshape(x, pre + [1] * (k - 1) + [n] + post)
     xv = b.broadcast(xv, pre + block[:-1] + [n] + post)
     iv = b.add(prim.BroadcastInDimOp(index, out, range(len(pre), len(pre) + k))) if out != block else index
+    if check_each_read is not None:
+        iv = check_each_read(iv)
     result = b.add(GatherOp(xv, iv, len(pre) + k - 1))
     return b.reshape(result, pre + post) if scalar else result
 
@@ -155,9 +160,17 @@ def index_select(op: AtenOp, b: PrimBuilder) -> SSAValue:
     d = wrap_dim(b.arg("dim"), t.rank)
     out = b.out()
     index = b.reshape(index, [out.dims[d]])
-    if _static_zero(t.dims[d]) or _static_zero(out.dims[d]):
-        return take(b, x, d, index)  # nothing to read, or an error take declines
+    if _static_zero(out.dims[d]):
+        return take(b, x, d, index)  # no index: nothing to read
+    _refuse_empty_dim(t.dims[d])
     return take(b, x, d, checked(b, index, t.dims[d], d, wraps=False))
+
+
+def _refuse_empty_dim(n: Dim) -> None:
+    """index_select and embedding check their indices even where the result is empty
+    (rows of width 0), and every index into an empty dim is out of range."""
+    if _static_zero(n):
+        raise Decline("indices into an empty dim: eager raises")
 
 
 @decomposes("aten::embedding")
@@ -166,8 +179,9 @@ def embedding(op: AtenOp, b: PrimBuilder) -> SSAValue:
     t = tensor_of(weight)
     if t.rank != 2:
         raise Decline("embedding of a weight that is not 2-d")
-    if _static_zero(t.dims[0]) or any(_static_zero(n) for n in tensor_of(indices).dims):
-        return take(b, weight, 0, indices)  # nothing to read, or an error take declines
+    if any(_static_zero(n) for n in tensor_of(indices).dims):
+        return take(b, weight, 0, indices)  # no index: nothing to read
+    _refuse_empty_dim(t.dims[0])
     return take(b, weight, 0, checked(b, indices, t.dims[0], 0, wraps=False))
 
 
@@ -187,14 +201,18 @@ def _indexed(b: PrimBuilder) -> tuple[SSAValue, list[int], list[SSAValue], bool]
 
 
 def _broadcast_block(b: PrimBuilder, x: SSAValue, dims: list[int], indices: list[SSAValue], block: list[Dim],
-                     check: bool = True) -> SSAValue:
-    """The indices checked and wrapped (`check`: a user's, not a mask's coordinates),
-    broadcast to `block` and linearized over x's indexed dims."""
+                     check: str = "check") -> SSAValue:
+    """The indices checked and wrapped (`check`: "check" a user's, "wrap" a mask's
+    coordinates, "none": the caller checks them), broadcast to `block` and linearized
+    over x's indexed dims."""
     t = tensor_of(x)
     linear = None
     for j, (k, i) in enumerate(zip(dims, indices)):
         empty = any(_static_zero(n) for n in (t.dims[k], *tensor_of(i).dims))
-        i = checked(b, i, t.dims[k], k, wraps=True) if check and not empty else wrap_negative(b, i, t.dims[k])
+        if check == "check" and not empty:
+            i = checked(b, i, t.dims[k], k, wraps=True)
+        elif check != "none":
+            i = wrap_negative(b, i, t.dims[k])
         i = b.broadcast(i, block)
         stride = numel(t.dims[m] for m in dims[j + 1 :])
         term = i if sym(stride) == 1 else b.ew("mul", i, b.constant_like(i, stride))
@@ -213,7 +231,13 @@ def index(op: AtenOp, b: PrimBuilder) -> SSAValue:
     nb = out.rank - len(others)
     start = dims[0] if adjacent else 0
     block = list(out.dims[start : start + nb])
-    linear = _broadcast_block(b, x, dims, indices, block, check=masked is None)
+    # One index is checked where the result reads it, as eager checks it: not at all
+    # where the result is empty (x[i] of an x of shape [n, 0]), at every element where
+    # it is not, however little of it the program reads (x[i][::2]). Several are
+    # checked each in its own dim.
+    one = masked is None and len(dims) == 1
+    linear = _broadcast_block(b, x, dims, indices, block, check="none" if one else "wrap" if masked else "check")
+    check_each_read = (lambda i: checked(b, i, t.dims[dims[0]], dims[0], wraps=True)) if one else None
     # x with the indexed dims where the block goes, merged into one dim.
     perm = others[:start] + dims + others[start:]
     xp = b.permute(x, perm)
@@ -221,7 +245,7 @@ def index(op: AtenOp, b: PrimBuilder) -> SSAValue:
     pre = [t.dims[k] for k in others[:start]]
     post = [t.dims[k] for k in others[start:]]
     xm = b.reshape(xp, pre + [merged] + post)
-    return b.reshape(take(b, xm, len(pre), linear), out.dims)
+    return b.reshape(take(b, xm, len(pre), linear, check_each_read), out.dims)
 
 
 def _masked_fill_from(b: PrimBuilder, x: SSAValue, mask: SSAValue, source: SSAValue, accumulate: bool = False) -> SSAValue:
