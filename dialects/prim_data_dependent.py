@@ -14,6 +14,10 @@ after it, which take shape symbols as arguments, run with the right sizes:
   (passes/decompositions/data_dependent.py), so a float never travels as a symbol.
 - `prim.assert_scalar`: raises eager's "Runtime assertion failed" where a condition
   over symbols (torch's checks on unbacked sizes) is false.
+- `prim.check_scalar_index`: an int index over unbacked symbols (a select at
+  `x.sum().item()`), which torch leaves unchecked: raises eager's IndexError where it
+  is out of range, and binds `symbol` to it wrapped into the dim, the start of the
+  slice that the select reads.
 - `prim.randperm`: torch.randperm, drawn from torch's default generator in program
   order, so that it follows `torch.manual_seed` as eager does.
 
@@ -28,13 +32,14 @@ import functools
 
 import sympy
 import torch
-from xdsl.dialects.builtin import ArrayAttr, Float64Type, IndexType, NoneType, StringAttr
+from xdsl.dialects.builtin import ArrayAttr, Float64Type, IndexType, IntegerAttr, NoneType, StringAttr, i64
 from xdsl.ir import Attribute, SSAValue
 from xdsl.irdl import irdl_op_definition, operand_def, prop_def, result_def, traits_def
 from xdsl.traits import MemoryWriteEffect
 from xdsl.utils.exceptions import VerifyException
 
 from strata.dialects.prim import CREATION_FORMAT, FORMAT, PrimOp, TensorOp, dims_attr, dims_of
+from strata.dialects.prim_indexing import IndexOutOfBounds, out_of_bounds_message
 from strata.dialects.types import _BINDINGS, DTYPES, Dim, TensorType, concrete, is_float, symbol, torch_symbol_name
 
 
@@ -180,6 +185,59 @@ def check_condition(text: str, message: str, env: dict) -> None:
 
 
 @irdl_op_definition
+class CheckScalarIndexOp(PrimOp):
+    """`index`, an int over symbols bound before it, checked against `size` (of dim
+    `dim` of the tensor that `indexing_op` indexes) as eager's select checks it: valid
+    in [-size, size), a negative one counting from the end. Binds `symbol` (never
+    negative) to it wrapped into [0, size); out of range it raises IndexOutOfBounds in
+    eager's words, or with `clamps` (the option index_bounds_checks off) binds the
+    nearest index in range. An empty dim has none: it raises either way."""
+
+    name = "prim.check_scalar_index"
+    assembly_format = "attr-dict"
+    index = prop_def(Attribute)
+    size = prop_def(Attribute)
+    symbol = prop_def(StringAttr)
+    dim = prop_def(IntegerAttr)
+    clamps = prop_def(IntegerAttr)
+    indexing_op = prop_def(StringAttr)
+    traits = traits_def(MemoryWriteEffect())
+
+    def __init__(self, index: Dim, size: Dim, name: str, dim: int, clamps: bool, indexing_op: str):
+        index_attr, size_attr = dims_attr([index, size]).data
+        super().__init__(properties={
+            "index": index_attr, "size": size_attr, "symbol": StringAttr(name), "dim": IntegerAttr(dim, i64),
+            "clamps": IntegerAttr(int(clamps), i64), "indexing_op": StringAttr(indexing_op),
+        })
+
+    @property
+    def bounds(self) -> tuple[Dim, Dim]:
+        """The index and the size it is checked against, as expressions."""
+        index, size = dims_of(ArrayAttr([self.index, self.size]))
+        return index, size
+
+    def infer_type(self) -> Attribute:
+        return NoneType()  # no result: what it gives is its symbol
+
+    def verify_(self) -> None:
+        _check_symbol(self, self.symbol.data)
+        if symbol(self.symbol.data).is_nonnegative is not True:
+            raise VerifyException(f"prim.check_scalar_index: symbol {self.symbol.data} must name a value never negative")
+
+    def wrapped(self, index: int, size: int) -> int:
+        """The index bound for `index` into a dim of `size`, or the error eager raises."""
+        if -size <= index < size:
+            return index + size if index < 0 else index
+        if self.clamps.value.data and size > 0:
+            return min(max(index + size if index < 0 else index, 0), size - 1)
+        raise IndexOutOfBounds(out_of_bounds_message(index, self.dim.value.data, size, self.indexing_op.data))
+
+    def reference(self) -> None:
+        index, size = concrete(self.bounds, _BINDINGS.get(None) or {})
+        bind_symbol(self.symbol.data, self.wrapped(index, size))
+
+
+@irdl_op_definition
 class RandpermOp(TensorOp):
     """torch.randperm(n) of `dtype`, drawn from torch's default generator for the
     graph's device each time the graph runs, in program order."""
@@ -214,14 +272,15 @@ class RandpermOp(TensorOp):
         return torch.randperm(n, dtype=DTYPES[self.dtype.data], device=device)
 
 
-DATA_DEPENDENT_OPS = (NonzeroOp, ItemOp, AssertScalarOp, RandpermOp)
+DATA_DEPENDENT_OPS = (NonzeroOp, ItemOp, AssertScalarOp, CheckScalarIndexOp, RandpermOp)
 
 
 def binds_symbols(op) -> bool:
-    """Whether running `op` binds a symbol: prim.item, or a result of a size torch
-    named unbacked (`u0`: prim.nonzero, or such an op left to its eager kernel). No
-    kernel scheduled before it may compute what comes after it (passes/fusion/plan.py)."""
-    if isinstance(op, ItemOp):
+    """Whether running `op` binds a symbol: prim.item, prim.check_scalar_index, or a
+    result of a size torch named unbacked (`u0`: prim.nonzero, or such an op left to
+    its eager kernel). No kernel scheduled before it may compute what comes after it
+    (passes/fusion/plan.py): nor read at an index before it is checked."""
+    if isinstance(op, ItemOp | CheckScalarIndexOp):
         return True
     return any(
         isinstance(d, sympy.Symbol) and torch_symbol_name(d.name).startswith("u")

@@ -347,9 +347,13 @@ def _lowered(module: ModuleOp, steps: list[tuple[str, dict[str, Any]]], options,
     runs the pipeline, whose every level it records."""
     names, step_options = [n for n, _ in steps], [o for _, o in steps]
     # fallback_random: random ops stay aten and run as eager's kernels.
-    # index_bounds_checks: kernels check a user's indices as eager does (passes/fusion/gather.py).
+    # index_bounds_checks: kernels check a user's indices as eager does (passes/fusion/gather.py),
+    # and the program an int index (prim.check_scalar_index).
     pass_options = {
-        "decompose": {"fallback_random": bool(options["fallback_random"])},
+        "decompose": {
+            "fallback_random": bool(options["fallback_random"]),
+            "index_bounds_checks": bool(options["index_bounds_checks"]),
+        },
         "fuse": {
             "emulate_precision_casts": bool(options["emulate_precision_casts"]),
             "index_bounds_checks": bool(options["index_bounds_checks"]),

@@ -102,7 +102,8 @@ OPTIONS: dict[str, Option] = {
                                                    "op, as eager does (off: they stay in f32 and are rounded where "
                                                    "stored, as TorchInductor does)"),
     "index_bounds_checks": Option(True, BOOL, "check every index a program reads at (advanced indexing, gather, "
-                                              "index_select, embedding, embedding_bag, index_put) as eager does: "
+                                              "index_select, embedding, embedding_bag, index_put, a select at an "
+                                              "int from item()) as eager does: "
                                               "an index out of range raises IndexError (off: it reads the nearest "
                                               "element of its dim, and kernels carry no check)"),
     "attention_patterns": Option(True, BOOL, "run attention written out by hand (softmax(q @ kᵀ · s, causal mask or "

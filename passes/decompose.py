@@ -55,10 +55,13 @@ def recording_declines() -> Iterator[list[tuple[str, str | None, str]]]:
 @dataclass(frozen=True)
 class DecomposePass(ModulePass):
     """`fallback_random`: leave the ops that would draw random numbers aten, so that
-    they run as eager's kernels, with eager's bits (the `fallback_random` option)."""
+    they run as eager's kernels, with eager's bits (the `fallback_random` option).
+    `index_bounds_checks` off: a select at an int out of range reads the nearest
+    element instead of raising (prim.check_scalar_index)."""
 
     name = "decompose"
     fallback_random: bool = False
+    index_bounds_checks: bool = True
 
     def apply(self, ctx: Context, op: ModuleOp) -> None:
         sink = DECLINES.get()
@@ -69,7 +72,7 @@ class DecomposePass(ModulePass):
                     if isinstance(inner, AtenOp):
                         name = inner.name
                         try:
-                            reason = decompose(inner, self.fallback_random)
+                            reason = decompose(inner, self.fallback_random, self.index_bounds_checks)
                         except Exception as e:
                             blame(e, inner)  # the error message names the op and its source
                             raise
@@ -85,7 +88,7 @@ class DecomposePass(ModulePass):
             log.debug("rewrote %s", ", ".join(f"{n} x{c}" if c > 1 else n for n, c in sorted(done.items())))
 
 
-def decompose(op: AtenOp, fallback_random: bool = False) -> str | None:
+def decompose(op: AtenOp, fallback_random: bool = False, index_bounds_checks: bool = True) -> str | None:
     """Replaces `op` by prim ops; returns why not, when it stays. With
     `fallback_random`, a rule that draws random numbers is not applied."""
     if has_complex_values(op):  # only a complex rule reads complex values (complex_values.py)
@@ -96,7 +99,7 @@ def decompose(op: AtenOp, fallback_random: bool = False) -> str | None:
         rule = RULES.get(op.overload_name)
     if rule is None:
         return "no rule"
-    b = PrimBuilder(op)
+    b = PrimBuilder(op, index_bounds_checks)
     try:
         values = rule(op, b)
         values = [values] if isinstance(values, SSAValue) else list(values)

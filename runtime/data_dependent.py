@@ -11,8 +11,15 @@ import sympy
 import torch
 from xdsl.ir import Operation
 
-from strata.dialects.prim_data_dependent import AssertScalarOp, ItemOp, NonzeroOp, RandpermOp, check_condition
-from strata.dialects.types import TensorType
+from strata.dialects.prim_data_dependent import (
+    AssertScalarOp,
+    CheckScalarIndexOp,
+    ItemOp,
+    NonzeroOp,
+    RandpermOp,
+    check_condition,
+)
+from strata.dialects.types import TensorType, sym
 
 Step = Callable[[list, dict], None]
 
@@ -47,6 +54,16 @@ def data_dependent_step(op: Operation, slot: Callable[[Any], int], device: torch
             check_condition(condition, message, env)
 
         return check
+    if isinstance(op, CheckScalarIndexOp):
+        from strata.runtime.index_values import evaluate
+
+        index, size = (sym(e) for e in op.bounds)
+        name = op.symbol.data
+
+        def check_index(regs: list, env: dict) -> None:
+            env[name] = op.wrapped(evaluate(index, env), evaluate(size, env))
+
+        return check_index
     if isinstance(op, RandpermOp):
 
         def randperm(regs: list, env: dict) -> None:

@@ -9,7 +9,7 @@ from xdsl.ir import Operation
 
 from strata.dialects import prim_complex as pc
 from strata.dialects import prim_data_dependent as pdd
-from strata.dialects.types import TensorType
+from strata.dialects.types import TensorType, sym
 
 ZOO_EXTRA_OPS = (*pc.COMPLEX_OPS, *pdd.DATA_DEPENDENT_OPS)
 
@@ -36,6 +36,9 @@ def zoo_extra_op(draw, cls, arg, dims) -> Operation:
         return cls(arg(TensorType([], dtype)), "u1")
     if cls is pdd.AssertScalarOp:
         return cls(draw(st.sampled_from(["u0 >= 0", "Eq(u1, 3)", "u0 < 2*u1 + 1"])), "a runtime check failed")
+    if cls is pdd.CheckScalarIndexOp:
+        index = sym(draw(st.sampled_from(["nu0", "Min(-1, 2*nu0)", "Abs(nu1) - 3"])))
+        return cls(index, n, "idx0", draw(st.integers(0, 3)), draw(st.booleans()), "aten.select.int")
     if cls is pdd.RandpermOp:
         return cls(n, draw(st.sampled_from(["i64", "i32"])))
     raise ValueError(f"not a complex-value or data-dependent op: {cls.name}")

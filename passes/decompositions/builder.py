@@ -102,10 +102,13 @@ def _check_fits(value: int | float | bool, dtype: str) -> None:
 
 
 class PrimBuilder:
-    """Collects the prim ops that replace one aten op, each tagged with its source."""
+    """Collects the prim ops that replace one aten op, each tagged with its source.
+    `index_bounds_checks`: the option's value (off, an int index out of range reads
+    the nearest element instead of raising)."""
 
-    def __init__(self, op: AtenOp):
+    def __init__(self, op: AtenOp, index_bounds_checks: bool = True):
         self.op = op
+        self.index_bounds_checks = index_bounds_checks
         self.ops: list[Operation] = []
         self._bound = op.bind()
         self._source = op.attributes.get("strata.source")

@@ -30,7 +30,7 @@ from strata.passes.decompositions.complex_values import (
 from strata.passes.decompositions.conversion import on_graph_device
 from strata.passes.decompositions.padding import _pairs as pads_by_dim
 from strata.passes.decompositions.padding import _padded
-from strata.passes.decompositions.shape import _is_negative, _slice_bounds, _slice_dim
+from strata.passes.decompositions.shape import _slice_bounds, _slice_dim, select_start
 
 
 def _operand(b: PrimBuilder, name: str, dtype: str) -> SSAValue:
@@ -273,10 +273,8 @@ def select(op: AtenOp, b: PrimBuilder) -> SSAValue:
     x = b.arg("self")
     t = tensor_of(x)
     d = wrap_dim(b.arg("dim"), t.rank)
-    index = sym(b.arg("index"))
-    if _is_negative(index):
-        index = index + sym(t.dims[d])
-    one = _slice_dim(b, pairs(b, x), d, index, index + 1)
+    start = select_start(b, b.arg("index"), t.dims[d], d)
+    one = _slice_dim(b, pairs(b, x), d, start, start + 1)
     return complex_of(b, b.reshape(one, [*b.out().dims, 2]))
 
 

@@ -6,6 +6,7 @@ has torch's -1 inference and symbolic sizes resolved.
 
 from __future__ import annotations
 
+import itertools
 from collections.abc import Sequence
 
 import sympy
@@ -13,9 +14,11 @@ from xdsl.ir import SSAValue
 
 from strata.dialects import prim
 from strata.dialects.aten import AtenOp
-from strata.dialects.types import Dim, sym
+from strata.dialects.prim_data_dependent import CheckScalarIndexOp
+from strata.dialects.types import Dim, sym, symbol, torch_symbol_name
 from strata.passes.decompositions.builder import Decline, PrimBuilder, tensor_of, wrap_dim
 from strata.passes.decompositions.rules import decomposes
+from strata.passes.provenance import kernel_source_text
 
 
 @decomposes(
@@ -152,10 +155,64 @@ def select(op: AtenOp, b: PrimBuilder) -> SSAValue:
     x = b.arg("self")
     t = tensor_of(x)
     d = wrap_dim(b.arg("dim"), t.rank)
-    index = sym(b.arg("index"))
-    if _is_negative(index):
-        index = index + sym(t.dims[d])
-    return b.reshape(_slice_dim(b, x, d, index, index + 1), b.out().dims)
+    start = select_start(b, b.arg("index"), t.dims[d], d)
+    return b.reshape(_slice_dim(b, x, d, start, start + 1), b.out().dims)
+
+
+def select_start(b: PrimBuilder, index: Dim, size: Dim, dim: int) -> sympy.Expr:
+    """Where a select at `index` starts in dim `dim` (of `size`): the index, counted
+    from the end where negative. torch checks an index over its backed symbols by a
+    guard, but not one over unbacked ones (item()'s): where sympy cannot prove such an
+    index in range, prim.check_scalar_index checks and wraps it at run time, and its
+    symbol is the start."""
+    index, size = sym(index), sym(size)
+    low, high = _bounds(index)
+    if _holds(low >= 0) and _holds(high < size):
+        return index
+    if _holds(high < 0) and _holds(low >= -size):
+        return index + size
+    if not any(_unbacked(s) for s in index.free_symbols):
+        return index + size if _is_negative(index) else index
+    name = _fresh_index_symbol(b)
+    check = CheckScalarIndexOp(index, size, name, dim, not b.index_bounds_checks, kernel_source_text(b.op))
+    if "strata.source" in b.op.attributes:
+        check.attributes["strata.source"] = b.op.attributes["strata.source"]
+    b.ops.append(check)  # no result: PrimBuilder.add would return one
+    return symbol(name)
+
+
+def _unbacked(s: sympy.Symbol) -> bool:
+    return torch_symbol_name(s.name).startswith("u")
+
+
+def _bounds(e: sympy.Expr) -> tuple[sympy.Expr, sympy.Expr]:
+    """The least and the greatest value of an int expression, by intervals: an unbacked
+    symbol ranges over its sign, another stands for itself (a size each call fixes).
+    Enough to prove a clamped index such as min(max(v, 0), 11)."""
+    if not any(_unbacked(s) for s in e.free_symbols):
+        return e, e
+    if e.is_Symbol:
+        return (sympy.Integer(0) if e.is_nonnegative else -sympy.oo), (sympy.Integer(-1) if e.is_negative else sympy.oo)
+    if isinstance(e, sympy.Add | sympy.Min | sympy.Max):
+        lows, highs = zip(*(_bounds(a) for a in e.args))
+        combine = sympy.Add if isinstance(e, sympy.Add) else type(e)
+        return combine(*lows), combine(*highs)
+    if isinstance(e, sympy.Mul) and e.as_coeff_Mul()[0] != 1:
+        c, rest = e.as_coeff_Mul()
+        low, high = _bounds(rest)
+        return (c * low, c * high) if c > 0 else (c * high, c * low)
+    if isinstance(e, sympy.Abs):
+        low, high = _bounds(e.args[0])
+        return sympy.Max(low, -high, 0), sympy.Max(-low, high)
+    return -sympy.oo, sympy.oo
+
+
+def _fresh_index_symbol(b: PrimBuilder) -> str:
+    """A name no other prim.check_scalar_index of the graph binds."""
+    block = b.op.parent_block()
+    ops = [*(block.ops if block is not None else ()), *b.ops]
+    taken = {o.symbol.data for o in ops if isinstance(o, CheckScalarIndexOp)}
+    return next(f"idx{k}" for k in itertools.count() if f"idx{k}" not in taken)
 
 
 @decomposes("aten::split_with_sizes", "aten::split.Tensor")
