@@ -456,14 +456,16 @@ class CompiledGraph:
     def _result_relayouts(self) -> list[tuple[int, Callable[[torch.Tensor, dict], torch.Tensor]]]:
         """(register, the copy into eager's layout when not already in it) for each
         result the program may make in another layout than eager's (result_strides).
-        A result that shares memory with an argument or another result (a view, a value
-        returned twice) stays as made: a copy would part what eager's results share."""
+        A result that shares memory with an argument or another result (a view of an
+        input, a value returned twice) stays as made: a copy would part what eager's
+        results share. A view of memory only it holds (a flip is a permuted view of a
+        kernel's output) is copied like any result."""
         wanted = result_strides(self.program)
         roots = [_view_root(v) for v in self.results]
         holders = Counter(roots)  # how many results hold each memory
         relayouts = []
         for v, root, strides in zip(self.results, roots, wanted):
-            if strides is None or root is not v or isinstance(v, BlockArgument) or holders[root] > 1:
+            if strides is None or isinstance(root, BlockArgument) or holders[root] > 1:
                 continue
             if isinstance(v.owner, kd.LaunchOp) and _made_as(v) == tuple(strides):
                 continue  # the kernel writes it in eager's layout (fusion's result_layouts)

@@ -49,6 +49,16 @@ def test_a_transposed_input_gives_its_layout_to_a_pointwise_result(dims):
     _check(torch.compile(f, backend="strata"), f, x)
 
 
+@pytest.mark.parametrize("dims", [(2,), (1, 3)], ids=["one", "two"])
+def test_a_flip_of_a_channels_last_input_is_channels_last(dims):
+    """The flip is a gather the program returns through a permute (a view of a kernel's
+    output only the result holds): it is laid out as eager's."""
+    def f(x):
+        return x.flip(dims)
+
+    _check(torch.compile(f, backend="strata"), f, _channels_last(3, 2, 3, 3))
+
+
 @pytest.mark.parametrize("channels_last_weight", [False, True])
 def test_a_convolution_of_a_channels_last_input_is_channels_last(channels_last_weight):
     torch.manual_seed(0)
