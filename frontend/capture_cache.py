@@ -167,6 +167,27 @@ def check_wrapper(gm: torch.fx.GraphModule, example_inputs: Sequence[Any], captu
         return capture.refuse("intermediate bases or effect tokens")
     if any(type(m).__name__ == "SubclassCreationMeta" for m in getattr(meta, "subclass_inp_meta", None) or ()):
         return capture.refuse("a tensor subclass input")
+    if _has_float_symbols():
+        # A float AOTAutograd specialized (its tensorify pass: `-f` became -2.0 under a
+        # guard) is a value in the program that the key, made from Dynamo's graph before
+        # AOTAutograd ran, does not hold: a call that recompiles for another value would
+        # read this program back, and a hit skips the trace that would guard it.
+        return capture.refuse("a float symbol, whose value AOTAutograd may have specialized")
+
+
+def _has_float_symbols() -> bool:
+    try:
+        from torch._guards import TracingContext
+        from torch.utils._sympy.symbol import SymT, symbol_is_type
+
+        shape_env = TracingContext.try_get().fake_mode.shape_env
+    except Exception:  # noqa: BLE001 - another torch, or no ShapeEnv: no symbols
+        return False
+    if shape_env is None:
+        return False
+    # torch 2.12 renamed var_to_val (and warns on the old name)
+    values = shape_env.backed_var_to_val if hasattr(shape_env, "backed_var_to_val") else shape_env.var_to_val
+    return any(symbol_is_type(s, SymT.FLOAT) for s in values)
 
 
 def read(capture_key: str) -> tuple[str, list, list, list[torch.Tensor]] | None:

@@ -64,3 +64,23 @@ def _graphs_for_scales(backend: str) -> int:
 
 def test_a_float_argument_is_as_dynamic_as_under_aot_eager():
     assert _graphs_for_scales("strata") == _graphs_for_scales("aot_eager")
+
+
+def test_a_float_result_follows_each_call_with_the_caches_on(tmp_path, monkeypatch):
+    """`-f` of a float argument: AOTAutograd specializes f (the program returns -2.0,
+    under a guard), a key made from Dynamo's graph cannot tell 2.0 from 0.5, and a
+    capture read back would skip the trace that guards it: such a compile is never
+    stored. Two processes' worth: the second compiler finds the first's caches."""
+    monkeypatch.setenv("STRATA_CACHE_DIR", str(tmp_path))
+
+    def f(x, v):
+        return x / v, -v
+
+    x = torch.ones(4)
+    for _ in range(2):  # the second time round, everything the caches hold is read back
+        _fresh()
+        compiled = torch.compile(f, backend="strata", dynamic=True)
+        for v in (2.0, 0.5, 1e6):
+            out, neg = compiled(x, v)
+            assert neg == -v
+            torch.testing.assert_close(out, x / v)
