@@ -23,6 +23,7 @@ from strata.codegen.llvm_vmath import FUNCTIONS as VECTOR_MATH
 from strata.dialects.kernel import FuncOp, IndexedOp, LoadOp, ReduceOp, StoreOp, stride_along
 from strata.dialects.kernel_random import PhiloxOp
 from strata.dialects.prim import ElementwiseOp
+from strata.dialects.prim_indexing import CheckIndexOp
 from strata.dialects.types import sym
 
 
@@ -43,6 +44,7 @@ class BodyPlan:
                 raise CodegenError(
                     f"kernel.store of a row at index '{op.index.data}', which names no reduction variable"
                 )
+        self.stage = stage
         self.num_stages = 1 + max(stage.values(), default=0)
         self.reductions: list[list[ReduceOp]] = [[] for _ in range(self.num_stages)]
         self.scalar_ops: list[list[Operation]] = [[] for _ in range(self.num_stages)]
@@ -130,6 +132,14 @@ def row_loops(plan: BodyPlan) -> list[RowLoop]:
     targets = [[red.value for red in plan.reductions[k]] for k in range(1, plan.num_stages)]
     if plan.row_stores:
         targets.append([st.value for st in plan.row_stores])
+    # A user's index checked on rows raises whether or not anything reads it (a gather
+    # from a dim of size 1 reads its one element at any index): the first loop that
+    # can compute it computes it.
+    for op in plan.ops:
+        if isinstance(op, CheckIndexOp) and op.result in plan.rows:
+            if plan.stage[op] >= len(targets):
+                raise CodegenError("an index checked on rows after the last loop over them")
+            targets[plan.stage[op]].append(op.result)
     naive = [set(plan.row_ops_for(t)[0]) for t in targets]
     saved: set[SSAValue] = set()
     loops: list[RowLoop] = []

@@ -197,7 +197,9 @@ class KernelSource:
         needed: set[SSAValue] = set()
         live = []
         for op in reversed(body):
-            if isinstance(op, kernel.StoreOp) or any(r in needed for r in op.results):
+            # A user's index is checked whether or not anything reads it (a gather from
+            # a dim of size 1 reads its one element at any index).
+            if isinstance(op, kernel.StoreOp | CheckIndexOp) or any(r in needed for r in op.results):
                 live.append(op)
                 needed.update(op.operands)
         return live[::-1]

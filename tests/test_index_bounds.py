@@ -307,3 +307,18 @@ def test_index_select_from_an_empty_dim_raises_as_eager():
         fn(x, i)
     with pytest.raises(RuntimeError):
         compiled(fn, "llvm")(x, i)
+
+
+@pytest.mark.parametrize("codegen", CODEGENS)
+def test_an_index_nothing_reads_inside_a_reduction_kernel_is_checked(codegen):
+    """x has one element, so the gather reads it at any index: the check's result is
+    read by nothing, in the kernel that also sums the indices (over rows)."""
+    fn = lambda x, i: (x[i] * 2, i.sum())  # noqa: E731
+    x = torch.randn(1)
+    good, bad = torch.tensor([[0], [-1]]), torch.tensor([[-2], [-1]])
+    c = compiled(fn, codegen)
+    torch.testing.assert_close(c(x, good), fn(x, good))
+    with pytest.raises(IndexError):
+        fn(x, bad)
+    with pytest.raises(IndexError, match="out of bounds for dimension 0 with size 1"):
+        c(x, bad)
