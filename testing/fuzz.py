@@ -118,6 +118,7 @@ class Summary:
         self.kinds_of: dict[int, set[str]] = {}
         self.features: Counter = Counter()
         self.failing_features: Counter = Counter()
+        self.torch_own: dict[int, set[str]] = {}  # programs whose mismatches aot_eager shares
 
     def add(self, i: int, program: PythonProgram, report: Report) -> None:
         self.programs += 1
@@ -127,6 +128,8 @@ class Summary:
         self.graph_breaks += report.graph_breaks
         self.fallbacks += report.fallbacks
         self.features.update(program.features)
+        if report.torch_mismatches:
+            self.torch_own[i] = {m.kind for m in report.torch_mismatches}
         if report.mismatches:
             self.kinds_of[i] = report.kinds
             self.programs_by_kind.update(report.kinds)
@@ -143,6 +146,11 @@ class Summary:
             "strata fallbacks: " + (", ".join(f"{k} {n}" for k, n in sorted(self.fallbacks.items())) or "none"),
             f"mismatching programs: {len(self.kinds_of)}",
         ]
+        if self.torch_own:
+            kinds = Counter(k for ks in self.torch_own.values() for k in ks)
+            lines.append(f"torch.compile's own (aot_eager mismatches alike, not counted above): {len(self.torch_own)} programs ("
+                         + ", ".join(f"{k} {n}" for k, n in sorted(kinds.items())) + "), first in program "
+                         + str(min(self.torch_own)))
         for kind in KINDS:
             if kind in self.programs_by_kind:
                 lines.append(f"  {kind:22s} {self.programs_by_kind[kind]:5d} programs, {self.calls_by_kind[kind]:5d} calls; "

@@ -244,3 +244,20 @@ def test_script_holds_the_program(number):
     assert [len(args) for args in namespace["CALLS"]] == [len(program.params)] * len(program.calls)
     assert (namespace["DYNAMIC"], namespace["CAPTURE_SCALAR_OUTPUTS"]) == (program.dynamic, program.capture_scalar_outputs)
     assert namespace["f"].__code__.co_varnames[: len(program.params)] == program.params
+
+
+DEAD_GATHER = PythonProgram(
+    params=("x0", "idx0"),
+    statements=(("v0", "x0.gather(0, idx0)"), ("v1", "v0.shape[0]"), ("v2", "x0 * 2")),
+    returns=("v1", "v2"),
+    calls=(("tensor((3, 2), torch.float32, seed=0)", "torch.tensor([[0, 1]])"),
+           ("tensor((3, 2), torch.float32, seed=1)", "torch.tensor([[0, 7]])")),
+)
+
+
+def test_what_torch_compile_drops_before_any_backend_is_counted_apart():
+    """The gather's result is unused: AOTAutograd deletes it, so no backend can raise
+    where eager does. aot_eager misses the exception too: torch.compile's own."""
+    report = run_program(DEAD_GATHER)
+    assert not report.mismatches
+    assert [(m.kind, m.call) for m in report.torch_mismatches] == [("missing_exception", 1)]
