@@ -4,7 +4,8 @@ elimination, over `func.func` bodies.
 
 Only prim ops (Pure) are merged or folded. An unused aten op is deleted only when its
 schema says it writes nothing and draws no random numbers: an in-place op, or a
-random one (whose draws move the generator that later ops read), always stays.
+random one (whose draws move the generator that later ops read), always stays, and so
+does one that checks the indices it is given (it raises for one out of range).
 """
 
 from __future__ import annotations
@@ -197,8 +198,17 @@ def eliminate_dead_code(block: Block) -> int:
     return deleted
 
 
+# aten ops left to eager that check the indices they are given: unused, they still
+# raise for an index out of range (eager's index_select into an empty dim, whose
+# result a later op did not need).
+_CHECKS_INDICES = ("aten::index_select", "aten::embedding", "aten::index.", "aten::gather", "aten::take",
+                   "aten::index_put", "aten::scatter", "aten::embedding_bag", "aten::_embedding_bag")
+
+
 def _droppable(op: Operation) -> bool:
     if isinstance(op, AtenOp):
         overload = torch_overload(op.overload_name)
+        if op.overload_name.startswith(_CHECKS_INDICES):
+            return False
         return not overload._schema.is_mutable and torch.Tag.nondeterministic_seeded not in overload.tags
     return not op.regions and is_side_effect_free(op)

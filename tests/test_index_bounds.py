@@ -322,3 +322,16 @@ def test_an_index_nothing_reads_inside_a_reduction_kernel_is_checked(codegen):
         fn(x, bad)
     with pytest.raises(IndexError, match="out of bounds for dimension 0 with size 1"):
         c(x, bad)
+
+
+def test_an_eager_fallback_that_checks_indices_runs_though_its_result_is_unused():
+    """index_select into an empty dim runs as eager's kernel (which raises); what reads
+    its result is empty and needs none of it, and dead-code elimination kept it."""
+    def fn(x, i, j):
+        return (x.index_select(0, i) * 2).reshape(-1)[j]
+
+    x, i, j = torch.zeros(0, 0, 5), torch.tensor([0]), torch.zeros(0, dtype=torch.long)
+    with pytest.raises(RuntimeError):
+        fn(x, i, j)
+    with pytest.raises(RuntimeError):
+        compiled(fn, "llvm")(x, i, j)

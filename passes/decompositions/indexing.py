@@ -167,8 +167,8 @@ def index_select(op: AtenOp, b: PrimBuilder) -> SSAValue:
 
 
 def _refuse_empty_dim(n: Dim) -> None:
-    """index_select and embedding check their indices even where the result is empty
-    (rows of width 0), and every index into an empty dim is out of range."""
+    """Every index into an empty dim is out of range, and eager raises for it even where
+    the result is empty (rows of width 0)."""
     if _static_zero(n):
         raise Decline("indices into an empty dim: eager raises")
 
@@ -231,6 +231,8 @@ def index(op: AtenOp, b: PrimBuilder) -> SSAValue:
     nb = out.rank - len(others)
     start = dims[0] if adjacent else 0
     block = list(out.dims[start : start + nb])
+    if masked is None and not any(_static_zero(d) for d in block):
+        _refuse_empty_dim(numel(t.dims[k] for k in dims))  # eager raises even where the result is empty
     # One index is checked where the result reads it, as eager checks it: not at all
     # where the result is empty (x[i] of an x of shape [n, 0]), at every element where
     # it is not, however little of it the program reads (x[i][::2]). Several are
