@@ -6,12 +6,15 @@ GPT-2's warm compile) and strata's import and printing of its ATen graph, only t
 the lowered program in the graph cache (runtime/graph_cache.py). TorchInductor's
 AOTAutograd cache skips the same work. Here the key is what AOTAutograd's result
 depends on: the captured graph's code, each input's shape, strides, dtype, device and
-requires_grad, the ranges the ShapeEnv gives its size symbols, the global state
+requires_grad, the ranges the ShapeEnv gives its size symbols and its guards, the global state
 AOTAutograd traces under (grad mode, autocast, default dtype, deterministic
 algorithms), strata's options and a digest of its source. The value is the
 kernel-level program with the declines its decompositions gave.
 
-Only a compile whose AOTAutograd wrapper would do nothing is stored: an inference
+A compile whose AOTAutograd trace added guards (it specialized a float it could not
+turn into a tensor: `-f` became -2.0) is never stored: a hit skips that trace, and the
+guards would never be installed. Only a compile whose AOTAutograd wrapper would do
+nothing is stored: an inference
 graph, every input a plain tensor or size passed straight through (no parameter
 lifted, no effect token), no input mutated, no output aliasing an input or another
 output, no as_strided storage-offset guard, every output a tensor. Constant tensors
@@ -76,6 +79,7 @@ def key(gm: torch.fx.GraphModule, example_inputs: Sequence[Any], options: dict[s
     """The cache key of this captured graph, or None where the graph cannot be cached."""
     from strata.runtime.graph_cache import source_digest
 
+    _guards_at_key.set(None)
     if any(n.op in ("get_attr", "call_module") for n in gm.graph.nodes):
         return None  # values the code does not show
     if not all(_known_target(n.target) for n in gm.graph.nodes if n.op == "call_function"):
@@ -127,8 +131,10 @@ def _is_fake(x: torch.Tensor) -> bool:
 
 
 def _ranges(values: Sequence[Any], symbols: set) -> str:
-    """The ShapeEnv's value ranges of the size symbols (s0 >= 2, say), which the
-    compiled program may have simplified with."""
+    """The ShapeEnv's value ranges of the size symbols (s0 >= 2, say) and its guards
+    (`Min(3, k) < 0`), which the compiled program may have simplified with: two graphs
+    of one code traced under other guards decompose otherwise (a narrow at min(k, 3)
+    starts at s0 + Min(3, k) where the guards say it is negative)."""
     if not symbols:
         return ""
     env = None
@@ -141,7 +147,23 @@ def _ranges(values: Sequence[Any], symbols: set) -> str:
             break
     if env is None:
         return ""
-    return repr(sorted((str(s), str(env.var_to_range.get(s))) for s in symbols))
+    _guards_at_key.set((env, len(env.guards)))
+    ranges = sorted((str(s), str(env.var_to_range.get(s))) for s in symbols)
+    return repr((ranges, sorted(str(g.expr) for g in env.guards)))
+
+
+# The ShapeEnv of the graph whose key was made last, and how many guards it had then.
+_guards_at_key: contextvars.ContextVar[tuple[Any, int] | None] = contextvars.ContextVar("strata_guards_at_key", default=None)
+
+
+def _guards_added_since_key() -> bool:
+    """Whether AOTAutograd's trace added guards to the ShapeEnv the key was made from: a
+    hit would skip that trace, and Dynamo would never install them."""
+    at_key = _guards_at_key.get()
+    if at_key is None:
+        return False
+    env, count = at_key
+    return len(env.guards) != count
 
 
 def check_wrapper(gm: torch.fx.GraphModule, example_inputs: Sequence[Any], capture: Capture) -> None:
@@ -167,27 +189,6 @@ def check_wrapper(gm: torch.fx.GraphModule, example_inputs: Sequence[Any], captu
         return capture.refuse("intermediate bases or effect tokens")
     if any(type(m).__name__ == "SubclassCreationMeta" for m in getattr(meta, "subclass_inp_meta", None) or ()):
         return capture.refuse("a tensor subclass input")
-    if _has_float_symbols():
-        # A float AOTAutograd specialized (its tensorify pass: `-f` became -2.0 under a
-        # guard) is a value in the program that the key, made from Dynamo's graph before
-        # AOTAutograd ran, does not hold: a call that recompiles for another value would
-        # read this program back, and a hit skips the trace that would guard it.
-        return capture.refuse("a float symbol, whose value AOTAutograd may have specialized")
-
-
-def _has_float_symbols() -> bool:
-    try:
-        from torch._guards import TracingContext
-        from torch.utils._sympy.symbol import SymT, symbol_is_type
-
-        shape_env = TracingContext.try_get().fake_mode.shape_env
-    except Exception:  # noqa: BLE001 - another torch, or no ShapeEnv: no symbols
-        return False
-    if shape_env is None:
-        return False
-    # torch 2.12 renamed var_to_val (and warns on the old name)
-    values = shape_env.backed_var_to_val if hasattr(shape_env, "backed_var_to_val") else shape_env.var_to_val
-    return any(symbol_is_type(s, SymT.FLOAT) for s in values)
 
 
 def read(capture_key: str) -> tuple[str, list, list, list[torch.Tensor]] | None:
@@ -207,6 +208,9 @@ def read(capture_key: str) -> tuple[str, list, list, list[torch.Tensor]] | None:
 
 def write(capture_key: str, capture: Capture) -> bool:
     """Stores the capture if it is cacheable; returns whether it was."""
+    if capture.cacheable and _guards_added_since_key():
+        capture.refuse("AOTAutograd's trace added shape guards, which a hit would not install")
+    _guards_at_key.set(None)
     if not capture.cacheable or capture.program is None:
         log.info("capture not cached: %s", capture.why_not or "no forward graph was compiled")
         return False

@@ -205,3 +205,19 @@ def test_small_constant_tensors_are_stored_with_the_program(monkeypatch):
     assert imported == 0
     torch.testing.assert_close(again, first)
     torch.testing.assert_close(again, with_constant(*args))
+
+
+def test_graphs_of_one_code_traced_under_other_guards_are_not_confused(tmp_path, monkeypatch):
+    """narrow(0, min(k, 3), 1): Dynamo's graph is the same code for k = -2 and k = 7, but
+    its guards say min(k, 3) is negative, then not, and the slice starts at s0 + min(k, 3),
+    then at min(k, 3). The guards are in the key: the second compile is not the first's."""
+    monkeypatch.setenv("STRATA_CACHE_DIR", str(tmp_path))
+    torch._dynamo.reset()
+
+    def f(x, k):
+        return (x * 2).narrow(0, min(k, 3), 1)
+
+    compiled = torch.compile(f, backend="strata", dynamic=True)
+    x = torch.arange(5.0)
+    for k in (-2, 7, 1):
+        torch.testing.assert_close(compiled(x, k), f(x, k))
