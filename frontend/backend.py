@@ -107,9 +107,12 @@ def _core_aten_decompositions() -> dict:
     """torch builds this table anew on each call (a fifth of a second): once per process."""
     from torch._decomp import core_aten_decompositions
 
+    from strata.frontend.roll_layout import roll_in_eager_layout
+
     table = core_aten_decompositions()
     for name in _KEPT_WHOLE:
         table.pop(getattr(torch.ops.aten, name).default, None)
+    table[torch.ops.aten.roll.default] = roll_in_eager_layout  # whole, in eager's layout
     return table
 
 
