@@ -93,7 +93,7 @@ class CompiledGraph:
         }
         self.arg_types = [a.type for a in self.program.block.args]
         self.arg_symbols = self.program.symbol_names
-        self._slots: dict[SSAValue, int] = {}
+        self._slots: dict[SSAValue | tuple, int] = {}
         self._arguments = [self._slot(a) for a in self.program.block.args]
         self._binders = self._binding_plan()
         self._layouts = [
@@ -256,7 +256,7 @@ class CompiledGraph:
     def _launch_step(self, op: kd.LaunchOp, func: Kernel) -> Step:
         self.kernels[func.sym_name.data] = compiled = self.compile_kernel(func)
         kernel = getattr(compiled, "run", compiled)  # the launch itself, one call fewer
-        ins = [self._slot(v) for v in op.args]
+        ins = [self._kernel_input_slot(v) for v in op.args]
         strides = launch_strides(op)
         outs = [
             (self._slot(v), _static(v.type.dims), size_fn(v.type.dims), DTYPES[v.type.dtype], st)
@@ -439,18 +439,35 @@ class CompiledGraph:
         # view of an input stays that view, which AOTAutograd rebuilds the graph's
         # aliased output from (a contiguous copy made it read the input at offset 0).
         as_made = [_layout_free(v) for v in op.results]
+        # A view that kernels read and the graph also returns (through views): the
+        # register keeps the view (AOTAutograd rebuilds the aliased result from it) and
+        # the kernels read a contiguous copy of their own (narrow(1, k, 1) of an input,
+        # doubled by a kernel and returned permuted, came back reading offset 0).
+        copies = [self._kernel_copy_slot(v) if view and not keep and _returned_through_views(v) else None
+                  for v, keep in zip(op.results, as_made)]
 
         def step(regs: list, env: dict) -> None:
             args = [regs[i] for i in operands]
             if layout_free:
                 args = [a.contiguous() if isinstance(a, torch.Tensor) else a for a in args]
             outs = aten.call_eager(op, args, env)
-            for r, t, keep in zip(results, outs, as_made):
-                regs[r] = t.contiguous() if isinstance(t, torch.Tensor) and not keep else t
+            for r, t, keep, copy in zip(results, outs, as_made, copies):
+                if copy is not None:
+                    regs[r], regs[copy] = t, t.contiguous()
+                else:
+                    regs[r] = t.contiguous() if isinstance(t, torch.Tensor) and not keep else t
             for j, k, name in unbound:
                 env.setdefault(name, int(outs[j].shape[k]))
 
         return step
+
+    def _kernel_copy_slot(self, v: SSAValue) -> int:
+        """The register of the contiguous copy of v that kernels read (_eager_step)."""
+        return self._slots.setdefault(("contiguous", v), len(self._slots))
+
+    def _kernel_input_slot(self, v: SSAValue) -> int:
+        copy = self._slots.get(("contiguous", v))
+        return self._slot(v) if copy is None else copy
 
     # ------------------------------------------------------------ results
     def _result_relayouts(self) -> list[tuple[int, Callable[[torch.Tensor, dict], torch.Tensor]]]:
@@ -609,6 +626,13 @@ def _made_as(v: SSAValue) -> tuple | None:
     """The strides a kernel.launch writes its output v with (None: contiguous)."""
     strides = launch_strides(v.owner)[v.owner.results.index(v)]
     return None if strides is None else tuple(strides)
+
+
+def _returned_through_views(v: SSAValue) -> bool:
+    """Whether the graph returns v or a view of it."""
+    return any(isinstance(u.operation, kd.ReturnOp)
+               or isinstance(u.operation, prim.VIEW_OPS) and _returned_through_views(u.operation.results[0])
+               for u in v.uses)
 
 
 def _is_view_op(qualified_name: str) -> bool:

@@ -122,3 +122,19 @@ def test_dense_permutations_are_told_from_other_layouts():
     assert not is_permuted_dense([3, 4], [0, 1])  # broadcast: overlapping
     assert not is_permuted_dense([3, 4], [8, 1])  # a slice's gaps
     assert is_permuted_dense([4, 1, 3], [1, 7, 4])  # a dim of size 1 addresses nothing
+
+
+def test_a_view_kernels_read_and_the_graph_returns_keeps_aliasing_its_input():
+    """narrow at a negative symbolic start runs as eager's slice (a view of the input);
+    a kernel doubles it and the graph returns it permuted: the kernel reads a contiguous
+    copy, the result stays the view AOTAutograd rebuilds from the input."""
+    def f(k, x):
+        v = x.narrow(1, k, 1)
+        return v.permute(1, 0), v * 2
+
+    compiled = torch.compile(f, backend="strata", dynamic=True)
+    x = torch.arange(18.0).reshape(3, 6)
+    for k in (-1, -3, 2):
+        for got, want in zip(compiled(k, x), f(k, x)):
+            assert got.stride() == want.stride()
+            torch.testing.assert_close(got, want)

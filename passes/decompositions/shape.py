@@ -15,7 +15,7 @@ from xdsl.ir import SSAValue
 from strata.dialects import prim
 from strata.dialects.aten import AtenOp
 from strata.dialects.prim_data_dependent import CheckScalarIndexOp
-from strata.dialects.types import Dim, sym, symbol, torch_symbol_name
+from strata.dialects.types import Dim, is_signed, sym, symbol, torch_symbol_name
 from strata.passes.decompositions.builder import Decline, PrimBuilder, tensor_of, wrap_dim
 from strata.passes.decompositions.rules import decomposes
 from strata.passes.provenance import kernel_source_text
@@ -161,17 +161,18 @@ def select(op: AtenOp, b: PrimBuilder) -> SSAValue:
 
 def select_start(b: PrimBuilder, index: Dim, size: Dim, dim: int) -> sympy.Expr:
     """Where a select at `index` starts in dim `dim` (of `size`): the index, counted
-    from the end where negative. torch checks an index over its backed symbols by a
-    guard, but not one over unbacked ones (item()'s): where sympy cannot prove such an
-    index in range, prim.check_scalar_index checks and wraps it at run time, and its
-    symbol is the start."""
+    from the end where negative. Where sympy cannot prove an index over symbols in
+    range, prim.check_scalar_index checks and wraps it at run time, and its symbol is
+    the start: torch leaves an index over item()'s unbacked symbols unchecked, and
+    torch 2.11's Dynamo one over a Python int too (`torch.arange(12.)[k]` at k = 14
+    read past the end)."""
     index, size = sym(index), sym(size)
     low, high = _bounds(index)
     if _holds(low >= 0) and _holds(high < size):
         return index
     if _holds(high < 0) and _holds(low >= -size):
         return index + size
-    if not any(_unbacked(s) for s in index.free_symbols):
+    if not index.free_symbols:
         return index + size if _is_negative(index) else index
     name = _fresh_index_symbol(b)
     check = CheckScalarIndexOp(index, size, name, dim, not b.index_bounds_checks, kernel_source_text(b.op))
@@ -181,15 +182,18 @@ def select_start(b: PrimBuilder, index: Dim, size: Dim, dim: int) -> sympy.Expr:
     return symbol(name)
 
 
-def _unbacked(s: sympy.Symbol) -> bool:
-    return torch_symbol_name(s.name).startswith("u")
+def _ranges_over_sign(s: sympy.Symbol) -> bool:
+    """An int value (a Python int, item()'s) or an unbacked size: no one value a call
+    fixes that the guards compared."""
+    return is_signed(s) or torch_symbol_name(s.name).startswith("u")
 
 
 def _bounds(e: sympy.Expr) -> tuple[sympy.Expr, sympy.Expr]:
-    """The least and the greatest value of an int expression, by intervals: an unbacked
-    symbol ranges over its sign, another stands for itself (a size each call fixes).
-    Enough to prove a clamped index such as min(max(v, 0), 11)."""
-    if not any(_unbacked(s) for s in e.free_symbols):
+    """The least and the greatest value of an int expression, by intervals: an int
+    symbol (`n…`, `m…`: a Python int, item()'s value) ranges over its sign, a size
+    stands for itself (each call fixes it). Enough to prove a clamped index such as
+    min(max(v, 0), 11), or s0 - 1 into a dim of s0."""
+    if not any(_ranges_over_sign(s) for s in e.free_symbols):
         return e, e
     if e.is_Symbol:
         return (sympy.Integer(0) if e.is_nonnegative else -sympy.oo), (sympy.Integer(-1) if e.is_negative else sympy.oo)
