@@ -194,3 +194,15 @@ def test_a_negative_value_computed_from_a_size_floors_as_python():
         return x / ((-k) // 5), torch.arange(12.0)[(-k) // 5]
 
     _calls(f, [(X3, k) for k in (2, 5, 7, 11)], lowered=False)
+
+
+def test_cat_with_a_1d_tensor_of_symbolic_size_beside_others():
+    """Eager skips a 1-d empty tensor in a cat of others (a legacy rule): one of symbolic
+    size runs as eager's cat, never a crash in the decomposition."""
+    def f(k, x):
+        return torch.cat([x, torch.arange(k // 5)], 1)
+
+    c = torch.compile(f, backend="strata", dynamic=True)
+    x = torch.zeros(3, 4, 4, dtype=torch.long)
+    for k in (3, 4, 2):
+        torch.testing.assert_close(c(k, x), f(k, x))

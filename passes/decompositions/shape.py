@@ -237,6 +237,9 @@ def cat(op: AtenOp, b: PrimBuilder) -> SSAValue:
     out = b.out()
     # Eager skips 1-d empty tensors (a legacy rule) and promotes to one dtype.
     xs = [x for x in b.arg("tensors") if tensor_of(x).dims != (0,)] or list(b.arg("tensors"))
+    if len(xs) > 1 and any(tensor_of(x).rank != out.rank for x in xs):
+        # a 1-d tensor of a symbolic size beside others: eager skips it only where empty
+        raise Decline("cat of a 1-d tensor that may be empty beside tensors of another rank")
     xs = [b.convert(x, out.dtype) for x in xs]
     if len(xs) == 1:
         return b.reshape(xs[0], out.dims)
