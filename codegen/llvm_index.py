@@ -55,7 +55,7 @@ def lower_index(b: ir.IRBuilder, expr: sympy.Expr, env: Mapping[str, ir.Value]) 
         rounded_up = b.add(numerator, b.sub(denominator, const_like(denominator, 1)), flags=NSW)
         return b.udiv(rounded_up, denominator)
     if isinstance(expr, sympy.Mod):
-        if may_be_negative(expr.args[0]):
+        if may_be_negative(expr.args[0]) or may_be_negative(expr.args[1]):  # k % -4: the divisor's sign
             return _floor_mod(b, *_lower_all(b, expr.args, env))
         return b.urem(*_lower_all(b, expr.args, env))
     if isinstance(expr, sympy.Abs):

@@ -48,10 +48,8 @@ def int_code(expr: sympy.Expr, python: bool = False) -> str:
         return f"(({int_code(num, python)}) // ({int_code(den, python)}))"
     if isinstance(expr, sympy.Mod):
         a, m = expr.args
-        if may_be_negative(a) and not python:
-            if may_be_negative(m):
-                raise CodegenError(f"index expression {expr} takes a modulo that may be negative")
-            return _floor_mod_code(a, m)
+        if (may_be_negative(a) or may_be_negative(m)) and not python:
+            return _floor_mod_code(a, m)  # k % -4 of a Python int: the divisor's sign
         return f"(({int_code(a, python)}) % ({int_code(m, python)}))"
     if isinstance(expr, sympy.Abs):
         return f"{'abs' if python else 'tl.abs'}({int_code(expr.args[0], python)})"
@@ -64,7 +62,8 @@ def int_code(expr: sympy.Expr, python: bool = False) -> str:
 
 
 def _floor_mod_code(a: sympy.Expr, m: sympy.Expr) -> str:
-    """Python's a % m for m > 0, whether `%` truncates (Triton) or floors (Python)."""
+    """Python's a % m (the sign of m, either), whether `%` truncates (Triton) or floors
+    (Python)."""
     a_code, m_code = int_code(a), int_code(m)
     return f"(((({a_code}) % ({m_code})) + ({m_code})) % ({m_code}))"
 

@@ -206,3 +206,17 @@ def test_cat_with_a_1d_tensor_of_symbolic_size_beside_others():
     x = torch.zeros(3, 4, 4, dtype=torch.long)
     for k in (3, 4, 2):
         torch.testing.assert_close(c(k, x), f(k, x))
+
+
+@pytest.mark.parametrize("codegen", ["llvm", "triton"])
+def test_a_remainder_by_a_negative_int_in_an_index_takes_the_divisors_sign(codegen):
+    """k % -4 of a k proved non-negative is in (-4, 0]: computed as an unsigned
+    remainder it was 4 for k = 4 (an arange of 4 elements written into a buffer of 0)."""
+    def f(x, k):
+        return torch.arange(max(k % -4, -2) + 2) + x.sum().long(), x[k]
+
+    c = torch.compile(f, backend="strata", dynamic=True, options={"codegen": codegen})
+    x = torch.ones(12)
+    for k in (4, 5, 7, 11):
+        for got, want in zip(c(x, k), f(x, k)):
+            torch.testing.assert_close(got, want)
