@@ -98,8 +98,10 @@ def _aot_autograd(resolved: dict[str, Any]):
 
 
 # Ops strata lowers itself, more exactly than torch's decompositions: addcdiv and
-# addcmul round once in f16/bf16, where div, mul and add would round after each.
-_KEPT_WHOLE = ("addcdiv", "addcmul")
+# addcmul round once in f16/bf16, where div, mul and add would round after each;
+# select_scatter checks its index as eager does (torch's where(arange == index)
+# matches nothing at an index out of range, and raises nothing).
+_KEPT_WHOLE = ("addcdiv", "addcmul", "select_scatter")
 
 
 @functools.cache

@@ -140,3 +140,17 @@ def test_an_empty_dim_raises_even_without_checks():
     for checks in (True, False):
         with pytest.raises(IndexOutOfBounds, match="index 0 is out of bounds for dimension 0 with size 0"):
             compiled(fn, index_bounds_checks=checks)(x, item_of(0))
+
+
+def test_select_scatter_at_an_index_out_of_range_raises_as_eager():
+    """torch's decomposition (where(arange == index, src, x)) matches nothing at an index
+    out of range and raises nothing: strata keeps select_scatter whole and checks it."""
+    fn = lambda x, t: x.select_scatter(torch.ones(3), 1, abs(t.sum().item())) * 2  # noqa: E731
+    x = torch.zeros(3, 4)
+    with torch._dynamo.config.patch(capture_scalar_outputs=True):
+        c = torch.compile(fn, backend="strata")
+        torch.testing.assert_close(c(x, item_of(2)), fn(x, item_of(2)))
+        with pytest.raises(IndexError):
+            fn(x, item_of(-14))
+        with pytest.raises(IndexError):
+            c(x, item_of(-14))

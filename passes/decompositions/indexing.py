@@ -19,7 +19,6 @@ from __future__ import annotations
 
 from collections.abc import Callable, Sequence
 
-import sympy
 from xdsl.ir import SSAValue
 
 from strata.dialects import prim
@@ -480,14 +479,12 @@ def slice_scatter(op: AtenOp, b: PrimBuilder) -> SSAValue:
 
 @decomposes("aten::select_scatter")
 def select_scatter(op: AtenOp, b: PrimBuilder) -> SSAValue:
+    from strata.passes.decompositions.shape import select_start  # checked as select's index is
+
     x, src = b.arg("self"), b.arg("src")
     t = tensor_of(x)
     d = wrap_dim(b.arg("dim"), t.rank)
-    index = sym(b.arg("index"))
-    if (index < 0) not in (sympy.true, sympy.false):
-        raise Decline(f"cannot tell whether index {index} is negative")
-    if index < 0:
-        index = index + sym(t.dims[d])
+    index = select_start(b, b.arg("index"), t.dims[d], d)
     dims = list(t.dims)
     dims[d] = 1
     return _slice_scatter(b, x, b.reshape(src, dims), d, index, 1, 1)
