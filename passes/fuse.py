@@ -47,7 +47,6 @@ from strata.passes.fusion.plan import (
     Kernel,
     Plan,
     build_plan,
-    choose_realized,
     dims_of,
     is_reduction,
     operand_indices,
@@ -106,7 +105,7 @@ def lower_graph(fn: func.FuncOp, emulate_precision_casts: bool = False, index_bo
     outputs = list(ret.arguments)
     # Indices a kernel would check only in part run through a check of their own: its
     # result is stored like an output (and read by the gathers), never returned.
-    checks = unchecked_indices(ops, choose_realized(ops, outputs)) if index_bounds_checks else []
+    checks = unchecked_indices(ops, outputs) if index_bounds_checks else []
     plan = build_plan(ops, outputs + checks)
     stored = _stored_nodes(plan, ops, outputs + checks)
     given_strides = arg_strides(fn)

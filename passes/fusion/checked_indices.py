@@ -25,16 +25,20 @@ from xdsl.ir import Operation, SSAValue
 from strata.dialects import prim
 from strata.dialects.prim_indexing import CheckIndexOp, GatherOp
 from strata.dialects.types import sym
-from strata.passes.fusion.plan import is_reduction
+from strata.passes.fusion.plan import choose_realized, is_reduction
 
 # Ops that read every element of each operand to compute every element of their result.
 _READS_ALL = (prim.ElementwiseOp, prim.WhereOp, prim.ConvertElementTypeOp, prim.PermuteOp, prim.ReshapeOp, CheckIndexOp)
 
 
-def unchecked_indices(ops: list[Operation], realized: set[SSAValue]) -> list[SSAValue]:
+def unchecked_indices(ops: list[Operation], outputs: list[SSAValue]) -> list[SSAValue]:
     """The prim.check_index results some of whose elements no kernel computes, given the
-    values the plan realizes."""
-    return [op.result for op in ops if isinstance(op, CheckIndexOp) and not _covered(op.result, realized, {})]
+    values the plan realizes for `outputs` (worked out only where there is a check)."""
+    checks = [op for op in ops if isinstance(op, CheckIndexOp)]
+    if not checks:
+        return []
+    realized = choose_realized(ops, outputs)
+    return [op.result for op in checks if not _covered(op.result, realized, {})]
 
 
 def _covered(v: SSAValue, realized: set[SSAValue], seen: dict[SSAValue, bool]) -> bool:
