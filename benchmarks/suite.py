@@ -25,7 +25,8 @@ rounds, median):
 a step, bf16 autocast by default) instead, with train_suite.py's options, and writes
 train.md, train.json and train.png.
 
-Writes suite.md, suite.json and suite.png (speedup over eager, a panel per dtype) to
+Writes suite.md, suite.json and suite.png (speedup over eager, a panel per dtype; drawn
+with matplotlib: `pip install -e '.[bench]'`, else the run says so and goes on) to
 --out, and the first two again after each model, so that a run stopped midway leaves
 what it measured. --deadline (540 s on a GPU) keeps the whole run inside a 10-minute
 limit: no model starts late, and the warm compiles stop in time. Exits 1 when a strata
@@ -57,7 +58,7 @@ import torch  # noqa: E402
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import model_suite  # noqa: E402
-from chart import write_chart  # noqa: E402
+import chart  # noqa: E402
 from model_suite import COMPILERS, CONTENDERS, DTYPES, TOLERANCES, Cell  # noqa: E402
 from models import MODELS  # noqa: E402
 
@@ -205,7 +206,7 @@ def environment(device: str) -> dict:
     }
 
 
-def write_outputs(out: str, env: dict, kernels: dict | None, cells: list[Cell], args, seconds: dict, chart_backend: str,
+def write_outputs(out: str, env: dict, kernels: dict | None, cells: list[Cell], args, seconds: dict,
                   quiet: bool = False) -> str:
     """Writes suite.md, suite.json and (with models) suite.png; returns the Markdown."""
     head = (f"{env['device']}; torch {env['torch']}, triton {env['triton']}, strata {env['strata']} ({env['commit']}"
@@ -231,8 +232,7 @@ def write_outputs(out: str, env: dict, kernels: dict | None, cells: list[Cell], 
         json.dump(data, f, indent=1, default=str)
     panels = chart_panels(cells)
     if panels and not quiet:  # quiet: a save along the way, without the chart
-        used = write_chart(os.path.join(out, "suite.png"), panels, f"strata vs Inductor vs eager, {env['device']}"[:60], chart_backend)
-        print(f"chart: {os.path.join(out, 'suite.png')} ({used})", flush=True)
+        print(chart.chart_step(os.path.join(out, "suite.png"), panels, f"strata vs Inductor vs eager, {env['device']}"[:60]), flush=True)
     return text
 
 
@@ -260,11 +260,10 @@ def main() -> None:
                         "(--warm overlap; serial 150 s, off 30 s) before it, and the warm compiles stop 10 s before it "
                         "(default 540 on cuda, none on cpu; 0: none)")
     p.add_argument("--threads", type=int, default=None, help="torch.set_num_threads (default: torch's)")
-    p.add_argument("--chart", default="auto", choices=("auto", "matplotlib", "builtin"), help="how suite.png is drawn")
     p.add_argument("--strata-options", default=None,
                    help='strata\'s compile options, as JSON (e.g. \'{"dynamo_cache": true}\'); the warm-compile process uses them too')
     p.add_argument("--cache-dir", default=None, help="cache folder (default: a new, empty one)")
-    p.add_argument("--out", default="suite-results", help="folder for suite.md, suite.json and suite.png")
+    p.add_argument("--out", default="suite-results", help="folder for suite.md, suite.json and suite.png (with matplotlib)")
     p.add_argument("--train", action="store_true", help="run benchmarks/train_suite.py instead (its options; see its --help)")
     a = p.parse_args()
     if a.strata_options is not None:
@@ -296,7 +295,7 @@ def main() -> None:
     def save(cells_so_far: list[Cell]) -> str:  # after each part and each model cell: a stopped run leaves its results
         seconds.pop("total", None)
         seconds["total"] = time.perf_counter() - start
-        return write_outputs(a.out, env, kernels, cells_so_far, a, seconds, a.chart, quiet=True)
+        return write_outputs(a.out, env, kernels, cells_so_far, a, seconds, quiet=True)
 
     if not a.models_only:
         try:
@@ -326,9 +325,9 @@ def main() -> None:
             seconds[f"warm compiles ({warm_mode})"] = warm.finish(cells, timeout)
     seconds.pop("total", None)
     seconds["total"] = time.perf_counter() - start
-    text = write_outputs(a.out, env, kernels, cells, a, seconds, a.chart)
+    text = write_outputs(a.out, env, kernels, cells, a, seconds)
     print(text)
-    print(f"wrote {a.out}/suite.md, suite.json{', suite.png' if chart_panels(cells) else ''} in {seconds['total']:.0f} s", flush=True)
+    print(f"wrote {a.out}/suite.md, suite.json{', suite.png' if chart_panels(cells) and chart.available() else ''} in {seconds['total']:.0f} s", flush=True)
     bad = [f"{c.model} {c.dtype}" for c in cells if c.skipped is None and ("strata" in c.failed or not c.ok.get("strata", False))]
     if bad or (kernels is not None and not kernels["strata_ok"]):
         print(f"strata failed or was wrong on: {', '.join(bad) or 'a kernel case'}", flush=True)

@@ -48,7 +48,8 @@ For each (model, dtype), a cell (model_suite.py's steps, for a training step):
    each (CUDA events on a GPU, the host clock on a CPU), rounds sized so that a cell's
    timing takes about --budget seconds (model_suite.timed).
 
-Writes train.md, train.json and train.png (speedup over eager) to --out, the first two
+Writes train.md, train.json and train.png (speedup over eager; drawn with matplotlib:
+`pip install -e '.[bench]'`, else the run says so and goes on) to --out, the first two
 again after each cell. --deadline (420 s on a GPU) stops starting new cells after that
 many seconds, so that the run fits a 10-minute limit; cells not run are listed as such
 (the nine models in bf16 took 372 s on an H200, the largest cells about 90 s each).
@@ -82,7 +83,7 @@ from torch import nn  # noqa: E402
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import model_suite  # noqa: E402
 import suite  # noqa: E402
-from chart import write_chart  # noqa: E402
+import chart  # noqa: E402
 from model_suite import (AS_ACCURATE_AS_EAGER, COMPILERS, CONTENDERS, DTYPES, TOLERANCES, Cell, cell_inputs,  # noqa: E402
                          entry_point, first_call, peak_mib, reason, summary_line, sync, timed)
 from models import MODELS, Function, MissingLibrary, build  # noqa: E402
@@ -410,7 +411,7 @@ def train_markdown(cells: list[TrainCell], device: str) -> str:
     return "\n".join(lines)
 
 
-def write_outputs(out: str, env: dict, cells: list[TrainCell], args, seconds: dict, chart_backend: str, quiet: bool = False) -> str:
+def write_outputs(out: str, env: dict, cells: list[TrainCell], args, seconds: dict, quiet: bool = False) -> str:
     """Writes train.md, train.json and (unless quiet) train.png; returns the Markdown."""
     head = (f"{env['device']}; torch {env['torch']}, triton {env['triton']}, strata {env['strata']} ({env['commit']}); "
             f"{env['date']}; time: " + ", ".join(f"{k} {v:.0f} s" for k, v in seconds.items()) + ".")
@@ -430,8 +431,7 @@ def write_outputs(out: str, env: dict, cells: list[TrainCell], args, seconds: di
         json.dump(data, fh, indent=1, default=str)
     panels = [(title.replace("per call", "per training step"), models, series) for title, models, series in suite.chart_panels(cells)]
     if panels and not quiet:
-        used = write_chart(os.path.join(out, "train.png"), panels, f"training step, {env['device']}"[:60], chart_backend)
-        print(f"chart: {os.path.join(out, 'train.png')} ({used})", flush=True)
+        print(chart.chart_step(os.path.join(out, "train.png"), panels, f"training step, {env['device']}"[:60]), flush=True)
     return text
 
 
@@ -446,9 +446,8 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--deadline", type=float, default=None,
                    help="no cell starts after this many seconds (default 420 on cuda, for a 10-minute limit; none on cpu; 0: none)")
     p.add_argument("--threads", type=int, default=None, help="torch.set_num_threads (default: torch's)")
-    p.add_argument("--chart", default="auto", choices=("auto", "matplotlib", "builtin"), help="how train.png is drawn")
     p.add_argument("--cache-dir", default=None, help="cache folder (default: a new, empty one)")
-    p.add_argument("--out", default="train-results", help="folder for train.md, train.json and train.png")
+    p.add_argument("--out", default="train-results", help="folder for train.md, train.json and train.png (with matplotlib)")
     a = p.parse_args(argv)
     if a.device == "cuda" and not torch.cuda.is_available():
         sys.exit("--device cuda: no CUDA GPU here (use --device cpu --small)")
@@ -474,16 +473,16 @@ def main(argv: list[str] | None = None) -> int:
 
     def save(cells_so_far: list[Cell]) -> None:  # after each cell: a stopped run leaves its results
         seconds["total"] = time.perf_counter() - start
-        write_outputs(a.out, env, as_train_cells(cells_so_far), a, seconds, a.chart, quiet=True)
+        write_outputs(a.out, env, as_train_cells(cells_so_far), a, seconds, quiet=True)
 
     warm_up_training(a.device)
     cells = model_suite.run(models, dtypes, a.device, a.small, a.rounds, budget, log=log,
                             stop_at=start + deadline if deadline > 0 else None, after_cell=save, cell_fn=run_train_cell)
     cells = as_train_cells(cells)
     seconds["total"] = time.perf_counter() - start
-    text = write_outputs(a.out, env, cells, a, seconds, a.chart)
+    text = write_outputs(a.out, env, cells, a, seconds)
     print(text)
-    print(f"wrote {a.out}/train.md, train.json{', train.png' if suite.chart_panels(cells) else ''} in {seconds['total']:.0f} s", flush=True)
+    print(f"wrote {a.out}/train.md, train.json{', train.png' if suite.chart_panels(cells) and chart.available() else ''} in {seconds['total']:.0f} s", flush=True)
     bad = [f"{c.model} {c.dtype}" for c in cells if c.skipped is None and ("strata" in c.failed or not c.ok.get("strata", False))]
     if bad:
         print(f"strata failed or its gradients did not match on: {', '.join(bad)}", flush=True)

@@ -190,7 +190,7 @@ def choose_lanes(func: FuncOp, plan: BodyPlan, vector_bits: int) -> Lanes:
         # at x1 stays in cache whatever the lanes walk), and where a kernel changes the
         # layout, the lanes walk its stores contiguously. The weights' NCHW-to-NHWC
         # copy in the CPU suite's ResNet block took 0.14 ms with its lanes on the 3
-        # columns of a 3x3 kernel, 0.06 ms on the 64 channels (docs/performance.md).
+        # columns of a 3x3 kernel, 0.06 ms on the 64 channels (docs/performance-history.md).
         walked = {sym(f"x{i}") for i, d in enumerate(func.pointwise_dims) if sym(d) != 1}
         accesses = [op for op in accesses if walked <= sym(op.index.data).free_symbols] or accesses
 

@@ -4,7 +4,7 @@ call with each size, keep the fastest, remember it on disk.
 The candidates are triton_tiles' configurations for the kernel's sizes (the heuristic
 tile first). Each is launched on the call's own buffers: a kernel.func never reads a
 buffer it writes, so running it several times leaves the same results. While it
-tunes, a progress bar goes to stderr; the winner is logged under `strata.codegen`
+tunes, a tqdm progress bar goes to stderr; the winner is logged under `strata.codegen`
 and stored in the disk cache (kind "triton-tune"), keyed by the kernel's module, its
 sizes and the device's name, so a later process starts with it.
 """
@@ -20,11 +20,15 @@ import sys
 import time
 from collections.abc import Callable
 from types import ModuleType
+from typing import TYPE_CHECKING
 
 import torch
 
 from strata.codegen.triton_tiles import Tile, pointwise_configs, reduction_configs
 from strata.runtime import cache
+
+if TYPE_CHECKING:
+    from tqdm import tqdm
 
 CACHE_KIND = "triton-tune"
 log = logging.getLogger("strata.codegen")
@@ -70,18 +74,19 @@ class Autotuner:
         if stored is not None and stored in tiles:
             log.info("%s: autotuned tile from the cache: %s", self.name, describe(stored))
             return stored
-        bar = Progress(f"strata: autotuning {self.name} ({xnumel}x{rnumel})", len(tiles))
+        bar = progress(f"strata: autotuning {self.name} ({xnumel}x{rnumel})", len(tiles))
         times: dict[Tile, float] = {}
         for tile in tiles:
             try:
                 times[tile] = self.timer(lambda: self.module.launch_tile(tile, buffers, symbols))
             except Exception as e:  # a tile that fails to compile (resources) is skipped
                 log.info("%s: tile %s failed: %s", self.name, describe(tile), e)
-            bar.step()
+            bar.update()
         if not times:
+            bar.close()
             raise RuntimeError(f"strata: no tile of kernel {self.name} ran; the first failed above")
         best = min(times, key=times.get)
-        bar.done(f"{describe(best)}, {times[best] * 1e3:.3f} ms (heuristic {times.get(tiles[0], float('nan')) * 1e3:.3f} ms)")
+        done(bar, f"{describe(best)}, {times[best] * 1e3:.3f} ms (heuristic {times.get(tiles[0], float('nan')) * 1e3:.3f} ms)")
         log.info("%s: autotuned %d tiles: %s", self.name, len(times), ", ".join(f"{describe(t)} {s * 1e3:.3f} ms" for t, s in times.items()))
         self.timings[sizes] = times
         _write(entry, best)
@@ -97,38 +102,29 @@ def describe(tile: Tile) -> str:
     return f"{text} warps={tile.num_warps}"
 
 
-class Progress:
-    """`label [#####.....] 5/10` on stderr, redrawn in place on a terminal; elsewhere
-    only the final line."""
+def progress(label: str, total: int, stream=None) -> tqdm:
+    """A tqdm bar on stderr, redrawn in place on a terminal; elsewhere (a log, a pipe)
+    nothing until `done` writes the final line. STRATA_AUTOTUNE_PROGRESS=0: nothing."""
+    from tqdm import tqdm  # here, not at import: only a tuning process pays for it
 
-    def __init__(self, label: str, total: int, stream=None):
-        self.label = label
-        self.total = total
-        self.count = 0
-        self.stream = stream or sys.stderr
-        self.enabled = os.environ.get(PROGRESS_VAR, "1") != "0"
-        self.live = self.enabled and getattr(self.stream, "isatty", lambda: False)()
-        self._draw()
+    stream = stream or sys.stderr
+    enabled = os.environ.get(PROGRESS_VAR, "1") != "0"
+    live = enabled and getattr(stream, "isatty", lambda: False)()
+    # delay: a bar that is not live never draws itself
+    return tqdm(total=total, desc=label, unit="tile", file=stream, disable=not enabled, leave=True,
+                delay=0 if live else float("inf"))
 
-    def _bar(self) -> str:
-        width = 20
-        filled = width * self.count // max(self.total, 1)
-        return f"{self.label} [{'#' * filled}{'.' * (width - filled)}] {self.count}/{self.total}"
 
-    def _draw(self) -> None:
-        if self.live:
-            self.stream.write("\r" + self._bar())
-            self.stream.flush()
-
-    def step(self) -> None:
-        self.count += 1
-        self._draw()
-
-    def done(self, result: str) -> None:
-        if not self.enabled:
-            return
-        self.stream.write(("\r" if self.live else "") + f"{self._bar()} best: {result}\n")
-        self.stream.flush()
+def done(bar: tqdm, result: str) -> None:
+    """Ends the bar with `best: result`, as the last line of a live bar or the only one
+    of a bar that is not."""
+    bar.set_postfix_str(f"best: {result}", refresh=False)
+    if bar.disable or not bar.delay:
+        bar.close()
+        return
+    line = str(bar)
+    bar.close()
+    type(bar).write(line, file=bar.fp)
 
 
 def _cuda_timer(fn: Callable[[], None], rounds: int = 25) -> float:

@@ -347,7 +347,7 @@ return r
     # 1/x correctly rounded, subnormal results kept, as eager's IEEE division gives
     # them (libdevice.rcp_rn flushes those to zero); cheaper than div.rn with a
     # numerator of 1: 80.4 -> 78.7 us on the bf16 chain of tanh, sigmoid and exp
-    # (H200), bit for bit eager's sigmoid on 2^25 inputs (docs/performance.md).
+    # (H200), bit for bit eager's sigmoid on 2^25 inputs (docs/performance-history.md).
     "rcp_rn": _jit("_rcp_rn(x)", """
 return tl.inline_asm_elementwise("rcp.rn.f32 $0, $1;", "=f,f", [x], dtype=tl.float32, is_pure=True, pack=1)
 """),

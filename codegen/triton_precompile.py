@@ -3,7 +3,7 @@
 Triton compiles a kernel at its first launch: a graph's kernels one after another, each
 waiting on ptxas and, for each new argument signature, on a C compiler building the
 launcher (both subprocesses). A cold compile of resnet18 spent about half of its
-kernel time waiting on them (docs/performance.md). Here, once a graph's kernels are
+kernel time waiting on them (docs/performance-history.md). Here, once a graph's kernels are
 generated, each kernel module's `launch` is run with every CallSite (and DirectLauncher)
 replaced by a stand-in that asks Triton to compile (`JITFunction.warmup`) the kernel
 that site would launch, and loads it into the site's launcher (CallSite.prepare),
@@ -20,7 +20,7 @@ Kernels of static sizes are compiled when the graph is built; kernels of symboli
 sizes. In a warm compile (kernels read from strata's cache, binaries from Triton's) the
 same path loads the binaries: as fast as one by one in a fresh process (resnet18: 2.0–
 2.2 s either way); in the suite's warm-compile process, one by one was slower in the
-one run that tried it (docs/performance.md). Anything that fails here
+one run that tried it (docs/performance-history.md). Anything that fails here
 is left to the first launch, which compiles as before and raises what it raises.
 STRATA_PRECOMPILE_THREADS sets the pool size (0: compile at first launch, as before).
 """

@@ -6,7 +6,7 @@ variable at torch's own ptxas (torch/bin/ptxas, built with torch's CUDA) the fir
 it compiles a kernel, and Triton remembers the first ptxas it asks about for the rest of
 the process. So the same kernel got two cache keys: one in a process where Inductor had
 compiled first, another where it had not, and a second process compiling a model found
-none of the first one's binaries (docs/performance.md, warm compiles). strata makes the
+none of the first one's binaries (docs/performance-history.md, warm compiles). strata makes the
 same choice as Inductor, once, when it is imported: before any kernel of the process is
 compiled, whichever compiler comes first. A value the user set is left alone.
 """

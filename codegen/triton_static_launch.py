@@ -4,7 +4,7 @@ Triton launches a kernel through C code it generates for the kernel's signature 
 builds with a C compiler, once per signature: about a quarter of a second of gcc per
 kernel. In a cold compile that was most of the time a graph's kernels took, even side
 by side (the GPT block in bf16: ten kernels, 2.3-2.7 s of launcher builds summed over
-the precompile threads against 1.6-2.1 s of Triton's own compiles; docs/performance.md).
+the precompile threads against 1.6-2.1 s of Triton's own compiles; docs/performance-history.md).
 torch ships a launcher compiled once for any cubin (torch._C._StaticCudaLauncher, which
 TorchInductor uses), told each argument's type by a string. `static_entry` loads a
 compiled kernel into it and gives what a CallSite launches with; None where it cannot

@@ -4,7 +4,7 @@ fixed offsets of one workspace, kept from call to call.
 A call of a compiled graph allocates each kernel output and library result afresh, as
 eager does. On the CPU a fresh buffer of more than a few hundred KiB is fresh pages
 from the OS (glibc hands large blocks back to it when they are freed): on a GPT block
-the first touch of those pages cost a third of the call (docs/performance.md). So the
+the first touch of those pages cost a third of the call (docs/performance-history.md). So the
 values that never leave a call (not a result of the graph, nor a view of one) get
 offsets in a workspace by liveness: two values share bytes only when one is dead before
 the other is made. The workspace is allocated once, with a tensor for each planned

@@ -1,6 +1,7 @@
 """The benchmark suite (benchmarks/suite.py) on its small CPU path: it runs, and its
-Markdown, JSON and PNG come out well formed. Also the PNG writer, skipping a model whose
-library is missing, and a failed contender's report, without compiling anything."""
+Markdown, JSON and PNG come out well formed (the PNG where matplotlib is installed; without
+it the run says how to install it and writes the rest). Also the chart, skipping a model
+whose library is missing, and a failed contender's report, without compiling anything."""
 
 from __future__ import annotations
 
@@ -22,8 +23,8 @@ import models  # noqa: E402
 
 
 def read_png(path: str) -> tuple[int, int, dict[str, str]]:
-    """(width, height, tEXt chunks) of an 8-bit RGB PNG, checking every chunk's CRC and
-    the size of the decompressed image data."""
+    """(width, height, tEXt chunks) of a PNG, checking every chunk's CRC and, for 8-bit
+    RGB or RGBA, the size of the decompressed image data."""
     data = open(path, "rb").read()
     assert data[:8] == b"\x89PNG\r\n\x1a\n"
     pos, chunks = 8, []
@@ -37,23 +38,38 @@ def read_png(path: str) -> tuple[int, int, dict[str, str]]:
     assert chunks[0][0] == b"IHDR" and chunks[-1][0] == b"IEND"
     width, height, depth, color = struct.unpack(">IIBB", chunks[0][1][:10])
     text = {k.decode(): v.decode("latin-1") for kind, body in chunks if kind == b"tEXt" for k, v in [body.split(b"\0", 1)]}
-    if depth == 8 and color == 2:  # ours (matplotlib's may be RGBA)
+    if depth == 8 and color in (2, 6):
         raw = zlib.decompress(b"".join(body for kind, body in chunks if kind == b"IDAT"))
-        assert len(raw) == height * (1 + 3 * width)
+        assert len(raw) == height * (1 + (3 if color == 2 else 4) * width)
     return width, height, text
 
 
-def test_builtin_chart_is_a_valid_png(tmp_path):
-    panels = [
-        ("fp32: speedup over eager", ["pointwise", "bert_base"], {"eager": [1.0, 1.0], "inductor": [2.5, None], "strata": [3.1, 0.4]}),
-        ("bf16 autocast: speedup over eager", ["pointwise", "bert_base"], {"eager": [1.0, 1.0], "inductor": [1.2, 1.1], "strata": [300.0, 0.9]}),
-    ]
+PANELS = [
+    ("fp32: speedup over eager", ["pointwise", "bert_base"], {"eager": [1.0, 1.0], "inductor": [2.5, None], "strata": [3.1, 0.4]}),
+    ("bf16 autocast: speedup over eager", ["pointwise", "bert_base"], {"eager": [1.0, 1.0], "inductor": [1.2, 1.1], "strata": [300.0, 0.9]}),
+]
+
+
+def test_the_chart_is_a_valid_png_that_carries_its_data(tmp_path):
+    pytest.importorskip("matplotlib")
     path = str(tmp_path / "c.png")
-    assert chart.write_chart(path, panels, "strata vs Inductor", backend="builtin") == "builtin"
+    assert chart.chart_step(path, PANELS, "strata vs Inductor") == f"chart: {path}"
     width, height, text = read_png(path)
-    assert width >= 56 + 2 * 110 and height >= 2 * 240
+    assert width >= 400 and height >= 2 * 240
     assert text["Title"] == "strata vs Inductor"
     assert "bert_base eager=1.00/inductor=failed/strata=0.40" in text["Description"]
+    assert "bf16 autocast: speedup over eager: pointwise eager=1.00/inductor=1.20/strata=300.00" in text["Description"]
+
+
+def test_without_matplotlib_the_chart_step_says_how_to_install_it(tmp_path, monkeypatch):
+    monkeypatch.setitem(sys.modules, "matplotlib", None)  # `import matplotlib` raises ImportError
+    path = str(tmp_path / "c.png")
+    with pytest.raises(chart.MissingMatplotlib, match=r"pip install -e '\.\[bench\]'"):
+        chart.write_chart(path, PANELS)
+    assert not chart.available()
+    line = chart.chart_step(path, PANELS)
+    assert line.startswith(f"chart: {path} not written: charts need matplotlib") and "pip install -e '.[bench]'" in line
+    assert not os.path.exists(path)
 
 
 def test_a_missing_library_skips_the_model(monkeypatch):
@@ -107,7 +123,7 @@ def test_small_cpu_suite_end_to_end(tmp_path):
     everything on disk, Dynamo's package included: it writes nothing."""
     out = tmp_path / "out"
     cmd = [sys.executable, os.path.join(BENCHMARKS, "suite.py"), "--device", "cpu", "--small", "--models-only",
-           "--only", "pointwise", "--dtypes", "fp32", "--rounds", "5", "--budget", "0.2", "--chart", "builtin",
+           "--only", "pointwise", "--dtypes", "fp32", "--rounds", "5", "--budget", "0.2",
            "--strata-options", '{"dynamo_cache": true}', "--out", str(out)]
     run = subprocess.run(cmd, capture_output=True, text=True, timeout=300)
     assert run.returncode == 0, run.stdout[-3000:] + run.stderr[-3000:]
@@ -137,8 +153,19 @@ def test_small_cpu_suite_end_to_end(tmp_path):
     assert any(line.startswith("| **geomean** (1 model)") for line in table)
     assert "n/a / n/a / n/a" in md
 
-    width, height, text = read_png(str(out / "suite.png"))
-    assert width > 0 and height > 0 and "pointwise" in text["Description"]
+    assert_chart(run.stdout, out / "suite.png", "pointwise")
+
+
+def assert_chart(stdout: str, path, model: str) -> None:
+    """The PNG with the model's bars where matplotlib is installed; else no PNG, and a
+    line saying how to install it."""
+    if chart.available():
+        width, height, text = read_png(str(path))
+        assert width > 0 and height > 0 and model in text["Description"]
+        assert f"chart: {path}\n" in stdout
+    else:
+        assert not path.exists()
+        assert f"chart: {path} not written: charts need matplotlib" in stdout and "pip install -e '.[bench]'" in stdout
 
 
 # ---------------------------------------------------------------- the training suite (benchmarks/train_suite.py)
@@ -194,7 +221,7 @@ def test_small_cpu_train_suite_end_to_end(tmp_path):
     and the backward are most of it)."""
     out = tmp_path / "out"
     cmd = [sys.executable, os.path.join(BENCHMARKS, "train_suite.py"), "--device", "cpu", "--small", "--only", "mlp,layernorm",
-           "--dtypes", "bf16", "--rounds", "5", "--budget", "0.2", "--threads", "1", "--chart", "builtin", "--out", str(out)]
+           "--dtypes", "bf16", "--rounds", "5", "--budget", "0.2", "--threads", "1", "--out", str(out)]
     run = subprocess.run(cmd, capture_output=True, text=True, timeout=300)
     assert run.returncode == 0, run.stdout[-3000:] + run.stderr[-3000:]
 
@@ -215,5 +242,4 @@ def test_small_cpu_train_suite_end_to_end(tmp_path):
     assert len({line.count("|") for line in table}) == 1  # every row has the header's columns
     assert any(line.startswith("| mlp | 256 tokens") for line in table)
     assert any(line.startswith("| **geomean** (2 models)") for line in table)
-    width, height, text = read_png(str(out / "train.png"))
-    assert width > 0 and "layernorm" in text["Description"]
+    assert_chart(run.stdout, out / "train.png", "layernorm")

@@ -840,7 +840,10 @@ def test_autotune_times_every_candidate_and_caches_the_winner(tmp_path, monkeypa
     (timings,) = tuner.timings.values()
     candidates = triton_autotune.candidates(kernel.module, 6, 96, True)
     assert set(timings) == set(candidates) and len(candidates) > 1
-    assert "strata: autotuning k0 (6x96)" in capsys.readouterr().err
+    err, n = capsys.readouterr().err, len(candidates)
+    bar = next(line for line in err.splitlines() if line.startswith("strata: autotuning k0 (6x96)"))
+    assert f"{n}/{n}" in bar and "best: XBLOCK=" in bar and "(heuristic " in bar
+    assert "\r" not in err  # stderr is not a terminal here: only the final line
     from strata.codegen.triton_gpu import _interpreting
 
     for tile in candidates:  # every candidate computes the same thing
@@ -852,6 +855,29 @@ def test_autotune_times_every_candidate_and_caches_the_winner(tmp_path, monkeypa
     again([x, out], [])
     assert "autotuning" not in capsys.readouterr().err  # the winner came from the disk cache
     assert list((tmp_path / "triton-tune").glob("*.json"))
+
+
+def test_autotune_progress_is_live_on_a_terminal_and_off_when_asked(monkeypatch):
+    import io
+
+    from strata.codegen import triton_autotune
+
+    class Terminal(io.StringIO):
+        def isatty(self):
+            return True
+
+    def tune(stream):
+        bar = triton_autotune.progress("strata: autotuning k0 (6x96)", 3, stream)
+        for _ in range(3):
+            bar.update()
+        triton_autotune.done(bar, "XBLOCK=1 warps=4, 0.010 ms")
+        return stream.getvalue()
+
+    live = tune(Terminal())
+    assert live.startswith("\rstrata: autotuning k0 (6x96)") and " 0/3" in live  # drawn before the first tile
+    assert live.endswith("\n") and "3/3" in live.rsplit("\r", 1)[1] and "best: XBLOCK=1 warps=4, 0.010 ms" in live
+    monkeypatch.setenv(triton_autotune.PROGRESS_VAR, "0")
+    assert tune(Terminal()) == "" and tune(io.StringIO()) == ""
 
 
 def test_symbolic_dim_beside_a_literal_zero_dim():

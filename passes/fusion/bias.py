@@ -4,7 +4,7 @@ faster: f32 on a GPU.
 prim.addmm is one cuBLAS call with the bias in its epilogue, which rounds once, as
 eager's addmm does. In f32, cuBLAS picks slower kernels for some shapes when asked for
 that epilogue (H200, 6304×1536 @ 1536×384: 240 µs against 193 µs for the plain
-product; docs/performance.md), and where only kernels read the result (a residual add,
+product; docs/performance-history.md), and where only kernels read the result (a residual add,
 an activation) the add costs nothing there: TorchInductor makes the same choice. The
 product is then rounded to f32 before the add, a difference of an f32 rounding.
 16-bit addmm stays whole: rounding the product to bf16 first would round twice.

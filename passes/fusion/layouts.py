@@ -2,7 +2,7 @@
 
 A 2-D convolution in oneDNN (CPU) and cuDNN runs faster on NHWC tensors than on NCHW
 ones (a quarter faster for a 3×3, 64-channel convolution on this machine's CPU,
-docs/performance.md). So a convolution's result is laid out channels-last, and so is a
+docs/performance-history.md). So a convolution's result is laid out channels-last, and so is a
 kernel output that a convolution reads: the kernels between two convolutions (batch
 norm, activation, residual add) read and write NHWC through their index expressions,
 and no copy is made. A value the graph returns keeps the layout eager gives it
@@ -21,7 +21,7 @@ input a convolution reads is copied to NHWC by a kernel (on a busy machine strat
 kernels run on its own pool, which never waits for a late thread:
 codegen/llvm_pool.py), and a convolution's result stays NHWC whatever reads it, the
 kernel that reads it converting as it goes; TorchInductor makes the same choices on
-the CPU. On the CPU suite's ResNet block (docs/performance.md) that made calls
+the CPU. On the CPU suite's ResNet block (docs/performance-history.md) that made calls
 1.4–1.9× faster while another process kept a core busy, and changed little on a quiet
 machine, where the kernels' layout changes cost what torch's copies did.
 
