@@ -18,7 +18,7 @@ from collections.abc import Sequence
 
 import torch
 
-from strata.codegen import llvm_jit, llvm_parallel, llvm_pool
+from strata.codegen import llvm_jit, llvm_openmp, llvm_pool
 from strata.codegen.llvm_bounds import OutOfBoundsReport, site_count
 from strata.codegen.errors import CodegenError
 from strata.codegen.llvm_kernel import Target, build_module, entry_point
@@ -106,10 +106,10 @@ def threads_runtime() -> str:
         raise ValueError(f"STRATA_CPU_THREADS={wanted!r}: use auto, pool, omp or none")
     if wanted == "none":
         return "none"
-    llvm_parallel.openmp_available()  # registers the OpenMP symbols (team size) where there is one
+    llvm_openmp.openmp_available()  # registers the OpenMP symbols (team size) where there is one
     if llvm_pool.pool():
         return "pool"
-    return "omp" if llvm_parallel.openmp_available() else "none"
+    return "omp" if llvm_openmp.openmp_available() else "none"
 
 
 def optimized_ir(func: FuncOp) -> str:
@@ -124,7 +124,7 @@ def compile_kernel(func: Kernel, target: Target | None = None) -> CompiledKernel
     disk cache without generating its LLVM IR (codegen/llvm_jit.py). `target` narrows
     what the host offers (tests run the generic vector code that way)."""
     target = target or host_target()
-    if target.threads == "pool" and not llvm_pool.pool() or target.threads == "omp" and not llvm_parallel.openmp_available():
+    if target.threads == "pool" and not llvm_pool.pool() or target.threads == "omp" and not llvm_openmp.openmp_available():
         raise CodegenError(f"no {target.threads} runtime for kernel {func.sym_name.data} in this process")
     front = llvm_jit.front_key(str(func), repr(target))
     known = llvm_jit.read_front(front)

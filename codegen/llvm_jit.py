@@ -154,6 +154,7 @@ class JitCode:
     as long as this object lives."""
 
     def __init__(self, code: bytes):
+        self.code = code  # kept for an ahead-of-time package (runtime/package_llvm.py)
         self._engine = llvm.create_mcjit_compiler(llvm.parse_assembly(""), _target_machine())
         self._engine.add_object_file(llvm.ObjectFileRef.from_data(code))
         self._engine.finalize_object()

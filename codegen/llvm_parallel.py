@@ -16,13 +16,10 @@ GIL for the whole call, so the threads never wait on Python.
 
 from __future__ import annotations
 
-import ctypes
-import functools
-
-import llvmlite.binding as llvm
 from llvmlite import ir
 
 from strata.codegen import llvm_pool
+from strata.codegen.llvm_openmp import openmp_available  # noqa: F401  (its home before llvm_openmp)
 from strata.codegen.llvm_bounds import check_ops, error_slots
 from strata.codegen.llvm_index import lower_index
 from strata.codegen.llvm_lanes import I32, I64, PTR
@@ -34,7 +31,7 @@ from strata.dialects.types import sym
 # reaches this, about 0.3 ms of work on one core; below it, forking and joining a team
 # (tens of microseconds on this VM when the other core's threads are not spinning)
 # costs more than it saves: 2^16 lost 3-10% on the CPU suite's models against 2^20
-# (docs/performance.md).
+# (docs/performance-history.md).
 PARALLEL_WORK = 1 << 20
 
 
@@ -48,21 +45,6 @@ _SYMBOLS = {
     "omp_get_num_threads": ir.FunctionType(I32, []),
     "omp_get_max_threads": ir.FunctionType(I32, []),
 }
-
-
-@functools.cache
-def openmp_available() -> bool:
-    """Whether the process has an OpenMP runtime (torch's), registered for the JIT linker."""
-    import torch  # noqa: F401  (loads libgomp with libtorch)
-
-    try:
-        process = ctypes.CDLL(None)
-        addresses = {name: ctypes.cast(getattr(process, name), ctypes.c_void_p).value for name in _SYMBOLS}
-    except (AttributeError, OSError):
-        return False
-    for name, address in addresses.items():
-        llvm.add_symbol(name, address)
-    return True
 
 
 def _declare(module: ir.Module, name: str) -> ir.Function:
@@ -151,7 +133,7 @@ def _cost_per_point(plan: BodyPlan, lanes: Lanes | None = None) -> int:
     """A rough cost of one point of the domain, in units of a load or a simple op. A
     load or store strided along pointwise lanes is a gather or scatter, one access per
     lane: counted as one, a layout change (NCHW to NHWC, 1.6 MB) stays on one thread at
-    twice the time of torch's two-thread copy (docs/performance.md). In a tiled kernel
+    twice the time of torch's two-thread copy (docs/performance-history.md). In a tiled kernel
     (llvm_plan.choose_tile) an access transposed in registers counts TRANSPOSE_COST."""
     cost = 1
     for op in plan.ops:

@@ -49,7 +49,7 @@ _FUTEX_WAIT, _FUTEX_WAKE = 128, 129  # the _PRIVATE variants
 # Polls of `generation` before a worker sleeps: a few microseconds, so that back-to-back
 # kernels find it awake, but no longer: a spinning worker takes the core from OpenMP
 # threads (MKL, oneDNN) that eager ops and library calls run on. (STRATA_POOL_SPINS sets
-# it, for measuring: 200 and 20000 were alike on the CPU suite, docs/performance.md.)
+# it, for measuring: 200 and 20000 were alike on the CPU suite, docs/performance-history.md.)
 _SPINS = int(os.environ.get("STRATA_POOL_SPINS", "200"))
 JOB = ir.LiteralStructType([PTR, PTR, I64, I64, I64, I32])  # task, context, items, share, next, team
 TASK = ir.FunctionType(VOID, [PTR, I64, I64])  # task(context, start, end)
@@ -248,20 +248,30 @@ MODE = "strata.pool.openmp"
 def pool() -> bool:
     """Compiles and starts the pool (once per process); False where it cannot run, and
     kernels then use the OpenMP runtime."""
-    if not sys.platform.startswith("linux"):
-        return False
     futex = _SYS_FUTEX.get(platform.machine())
-    if futex is None:
+    if not sys.platform.startswith("linux") or futex is None:
         return False
-    from strata.codegen import llvm_jit, llvm_parallel
+    from strata.codegen import llvm_jit
+    from strata.codegen.llvm_openmp import openmp_available
+
+    openmp = openmp_available()
+    start_pool(llvm_jit.object_code(str(build_pool_module(futex, openmp))), openmp)
+    return True
+
+
+def start_pool(object_code: bytes, openmp: bool) -> None:
+    """Loads the pool's machine code, hands its `run` to the JIT linker for the kernels
+    loaded after it, and starts its workers. A process that loads compiled kernels only
+    (an ahead-of-time package) starts the pool from the code the package holds."""
+    if "code" in _state:
+        return
+    from strata.codegen import llvm_jit
 
     llvm_jit.initialize()
-    openmp = llvm_parallel.openmp_available()
     process = ctypes.CDLL(None)
     for name in ("syscall", "pthread_create", "sched_yield"):
         llvm.add_symbol(name, ctypes.cast(getattr(process, name), ctypes.c_void_p).value)
-    source = str(build_pool_module(futex, openmp))
-    code = llvm_jit.JitCode(llvm_jit.object_code(source))
+    code = llvm_jit.JitCode(object_code)
     _state["code"] = code  # the pool's code and threads live as long as the process
     llvm.add_symbol(RUN, code.address(RUN))
     start = ctypes.CFUNCTYPE(ctypes.c_int32, ctypes.c_int32)(code.address("strata.pool.start"))
@@ -269,7 +279,12 @@ def pool() -> bool:
     if openmp:
         _state["mode"] = ctypes.c_int32.from_address(code.global_address(MODE))
         adapt(force=True)
-    return True
+
+
+def pool_code() -> tuple[bytes, bool] | None:
+    """The running pool's machine code and whether it uses OpenMP, None without a pool."""
+    code = _state.get("code")
+    return None if code is None else (code.code, "mode" in _state)
 
 
 _state: dict = {}

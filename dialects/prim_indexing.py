@@ -34,6 +34,7 @@ from xdsl.irdl import irdl_op_definition, operand_def, prop_def, result_def, tra
 from xdsl.traits import MemoryWriteEffect
 from xdsl.utils.exceptions import VerifyException
 
+from strata.errors import IndexOutOfBounds, out_of_bounds_message  # noqa: F401  (re-exported)
 from strata.dialects.prim import PrimOp, TensorOp, dims_attr, dims_of, element_dtype, same_dims, types_match
 from strata.dialects.types import Dim, TensorType
 
@@ -273,20 +274,6 @@ class NonzeroStaticOp(TensorOp):
 
         (size,) = concrete([self.rows])
         return torch.nonzero_static(x, size=size, fill_value=self.fill_value.value.data)
-
-
-class IndexOutOfBounds(IndexError, RuntimeError):
-    """An index out of range for the dim it indexes, found by a compiled kernel. An
-    IndexError, as eager's advanced indexing, index_select and embedding raise, and a
-    RuntimeError, as eager's gather and embedding_bag raise: whatever a caller of the
-    eager op catches catches this too."""
-
-
-def out_of_bounds_message(index: int | None, dim: int, size: int, indexing_op: str) -> str:
-    """Eager's words, and the op (with the user's line, where known) that indexed;
-    `index` None where it is not known (every index into an empty dim is out of range)."""
-    which = "an index" if index is None else f"index {index}"
-    return f"{which} is out of bounds for dimension {dim} with size {size} ({indexing_op})"
 
 
 @irdl_op_definition

@@ -20,6 +20,7 @@ from strata.frontend.attention import is_training, keep_attention_whole
 from strata.frontend.attention_pattern import recognize_attention
 from strata.frontend.attention_training import attention_for_training
 from strata.frontend import capture_cache, dynamo_cache
+from strata.frontend.aot_function import compile_serializable, in_aot_compile
 from strata.frontend.compile_graph import compile_captured, compile_graph
 from strata.frontend.specialized_floats import mark_specialized_floats
 
@@ -56,6 +57,8 @@ class StrataBackend:
         mark_specialized_floats(example_inputs)  # no second Dynamo trace for them
         if resolved["attention_patterns"]:
             recognize_attention(gm)
+        if in_aot_compile():  # torch's aot_compile: a package, which it serializes
+            return compile_serializable(gm, example_inputs, resolved)
         if is_training(example_inputs):
             attention_for_training(gm)
             return self.aot()(gm, example_inputs)

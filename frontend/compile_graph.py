@@ -338,18 +338,12 @@ def _on_device(call: Callable[[list], list], example_inputs: Sequence[Any], devi
     return moved
 
 
-def _lowered(module: ModuleOp, steps: list[tuple[str, dict[str, Any]]], options, codegen: str, device: torch.device,
-             trace: Trace, report):
-    """The kernel-level module for an aten module, the declines the decompositions
-    gave, and its kernels' KernelTexts where the graph cache printed them (else None):
-    from the graph cache (runtime/graph_cache.py) when this graph was lowered
-    before, else by running the pipeline. A compile that traces or explains itself
-    runs the pipeline, whose every level it records."""
-    names, step_options = [n for n, _ in steps], [o for _, o in steps]
+def pipeline_pass_options(options: dict[str, Any]) -> dict[str, dict[str, Any]]:
+    """The options the compile options give passes of the pipeline, by pass name."""
     # fallback_random: random ops stay aten and run as eager's kernels.
     # index_bounds_checks: kernels check a user's indices as eager does (passes/fusion/gather.py),
     # and the program an int index (prim.check_scalar_index).
-    pass_options = {
+    return {
         "decompose": {
             "fallback_random": bool(options["fallback_random"]),
             "index_bounds_checks": bool(options["index_bounds_checks"]),
@@ -359,6 +353,17 @@ def _lowered(module: ModuleOp, steps: list[tuple[str, dict[str, Any]]], options,
             "index_bounds_checks": bool(options["index_bounds_checks"]),
         },
     }
+
+
+def _lowered(module: ModuleOp, steps: list[tuple[str, dict[str, Any]]], options, codegen: str, device: torch.device,
+             trace: Trace, report):
+    """The kernel-level module for an aten module, the declines the decompositions
+    gave, and its kernels' KernelTexts where the graph cache printed them (else None):
+    from the graph cache (runtime/graph_cache.py) when this graph was lowered
+    before, else by running the pipeline. A compile that traces or explains itself
+    runs the pipeline, whose every level it records."""
+    names, step_options = [n for n, _ in steps], [o for _, o in steps]
+    pass_options = pipeline_pass_options(options)
     observed = trace.folder is not None or report is not None or options.get("trace.graph_diagram")
     capture = capture_cache.current()
     if observed or not options.get("graph_cache", True):

@@ -422,29 +422,12 @@ class CompiledGraph:
     def _eager_step(self, op: aten.AtenOp) -> Step:
         operands = [self._slot(v) for v in op.operands]
         results = [self._slot(v) for v in op.results]
-        # Tensors have value semantics here: a `clone(memory_format=contiguous)` that
-        # AOTAutograd put before a kernel needing contiguous inputs
-        # (_embedding_bag_forward_only) is gone, so the eager kernel gets contiguous
-        # operands; views of storage (as_strided) keep theirs.
-        # A view op (select, slice: its result aliases an operand, which a graph result
-        # may be) runs on its operands as they are, so that its result views their memory.
-        view = _is_view_op(op.overload_name)
-        layout_free = op.overload_name not in ("aten::as_strided",) and not view
+        layout_free, as_made, wants_copy = eager_result_handling(op)
         # A data-dependent size of its result (unbacked: no argument binds it) is
         # bound from what the kernel made, for the steps after it.
         given = {n for t in self.arg_types if isinstance(t, TensorType) for n in _names(t)}
         unbound = unbound_result_dims(op, given | set(filter(None, self.arg_symbols)))
-
-        # A result only returned (or handed to library calls) stays as eager made it: a
-        # view of an input stays that view, which AOTAutograd rebuilds the graph's
-        # aliased output from (a contiguous copy made it read the input at offset 0).
-        as_made = [_layout_free(v) for v in op.results]
-        # A view that kernels read and the graph also returns (through views): the
-        # register keeps the view (AOTAutograd rebuilds the aliased result from it) and
-        # the kernels read a contiguous copy of their own (narrow(1, k, 1) of an input,
-        # doubled by a kernel and returned permuted, came back reading offset 0).
-        copies = [self._kernel_copy_slot(v) if view and not keep and _returned_through_views(v) else None
-                  for v, keep in zip(op.results, as_made)]
+        copies = [self._kernel_copy_slot(v) if wanted else None for v, wanted in zip(op.results, wants_copy)]
 
         def step(regs: list, env: dict) -> None:
             args = [regs[i] for i in operands]
@@ -472,22 +455,8 @@ class CompiledGraph:
     # ------------------------------------------------------------ results
     def _result_relayouts(self) -> list[tuple[int, Callable[[torch.Tensor, dict], torch.Tensor]]]:
         """(register, the copy into eager's layout when not already in it) for each
-        result the program may make in another layout than eager's (result_strides).
-        A result that shares memory with an argument or another result (a view of an
-        input, a value returned twice) stays as made: a copy would part what eager's
-        results share. A view of memory only it holds (a flip is a permuted view of a
-        kernel's output) is copied like any result."""
-        wanted = result_strides(self.program)
-        roots = [_view_root(v) for v in self.results]
-        holders = Counter(roots)  # how many results hold each memory
-        relayouts = []
-        for v, root, strides in zip(self.results, roots, wanted):
-            if strides is None or isinstance(root, BlockArgument) or holders[root] > 1:
-                continue
-            if isinstance(v.owner, kd.LaunchOp) and _made_as(v) == tuple(strides):
-                continue  # the kernel writes it in eager's layout (fusion's result_layouts)
-            relayouts.append((self._slot(v), _layout_check(v.type, strides)))
-        return relayouts
+        result relayout_results names."""
+        return [(self._slot(v), _layout_check(v.type, strides)) for v, strides in relayout_results(self.program, self.results)]
 
     def _results(self, regs: list, env: dict) -> list[Any]:
         for slot, relayout in self._relayouts:
@@ -519,6 +488,49 @@ class CompiledGraph:
             return self._results(regs, env)
         finally:
             free.append(workspace)
+
+
+def eager_result_handling(op: aten.AtenOp) -> tuple[bool, list[bool], list[bool]]:
+    """How an eager fallback's operands and results are handled: (whether its tensor
+    operands are made contiguous first, whether each result stays as eager made it,
+    whether each result also needs a contiguous copy for the kernels that read it)."""
+    # Tensors have value semantics here: a `clone(memory_format=contiguous)` that
+    # AOTAutograd put before a kernel needing contiguous inputs
+    # (_embedding_bag_forward_only) is gone, so the eager kernel gets contiguous
+    # operands; views of storage (as_strided) keep theirs.
+    # A view op (select, slice: its result aliases an operand, which a graph result
+    # may be) runs on its operands as they are, so that its result views their memory.
+    view = _is_view_op(op.overload_name)
+    layout_free = op.overload_name not in ("aten::as_strided",) and not view
+    # A result only returned (or handed to library calls) stays as eager made it: a
+    # view of an input stays that view, which AOTAutograd rebuilds the graph's
+    # aliased output from (a contiguous copy made it read the input at offset 0).
+    as_made = [_layout_free(v) for v in op.results]
+    # A view that kernels read and the graph also returns (through views): the
+    # register keeps the view (AOTAutograd rebuilds the aliased result from it) and
+    # the kernels read a contiguous copy of their own (narrow(1, k, 1) of an input,
+    # doubled by a kernel and returned permuted, came back reading offset 0).
+    copies = [view and not keep and _returned_through_views(v) for v, keep in zip(op.results, as_made)]
+    return layout_free, as_made, copies
+
+
+def relayout_results(program: kd.ProgramOp, results: Sequence[SSAValue]) -> list[tuple[SSAValue, Sequence[Dim]]]:
+    """(result, eager's strides) for each result the program may make in another layout
+    than eager's (result_strides). A result that shares memory with an argument or
+    another result (a view of an input, a value returned twice) stays as made: a copy
+    would part what eager's results share. A view of memory only it holds (a flip is a
+    permuted view of a kernel's output) is copied like any result."""
+    wanted = result_strides(program)
+    roots = [_view_root(v) for v in results]
+    holders = Counter(roots)  # how many results hold each memory
+    relayouts = []
+    for v, root, strides in zip(results, roots, wanted):
+        if strides is None or isinstance(root, BlockArgument) or holders[root] > 1:
+            continue
+        if isinstance(v.owner, kd.LaunchOp) and _made_as(v) == tuple(strides):
+            continue  # the kernel writes it in eager's layout (fusion's result_layouts)
+        relayouts.append((v, strides))
+    return relayouts
 
 
 def _inline_launch(func: Kernel, call: str, ins: list[int], planned: list, names: Sequence[str],

@@ -5,7 +5,7 @@ torch.addmm / torch.mm run through its BLAS (MKL in the x86 wheels). On this pro
 2-core AMD EPYC machines oneDNN's inner-product kernel (torch.ops.mkldnn._linear_pointwise,
 the call TorchInductor makes for frozen CPU linear layers) ran the same products
 1.08–1.83× faster from 2^24 multiply-adds up (1024×256×1024: 3.6 → 2.9 ms), and 10-20%
-slower below 2^23, where its fixed cost of about 15 µs a call shows (docs/performance.md).
+slower below 2^23, where its fixed cost of about 15 µs a call shows (docs/performance-history.md).
 Its sums run in another order, as any two GEMM libraries' do: the error against
 float64 measured 1–2.3× MKL's (the same O(K·eps) bound), well inside eager's tolerances.
 
@@ -22,9 +22,6 @@ from collections.abc import Callable
 
 import torch
 
-from strata.dialects import prim
-from strata.dialects.types import sym
-
 # Multiply-adds (m·n·k) from which oneDNN is used: below this its per-call overhead
 # outweighs its faster kernel (measurements above).
 MIN_WORK = 1 << 24
@@ -39,6 +36,9 @@ def onednn_product(op, device: torch.device) -> Callable[..., torch.Tensor] | No
     enough to gain: a callable with the op's operands that runs it through oneDNN when
     the second operand is a transposed contiguous matrix, through torch's BLAS call
     otherwise. None for every other op."""
+    from strata.dialects import prim  # here: an ahead-of-time package runs _mm and _addmm without the dialects
+    from strata.dialects.types import sym
+
     if device.type != "cpu" or not isinstance(op, prim.MmOp | prim.AddmmOp) or not available():
         return None
     a, b = op.a.type, op.b.type
@@ -74,3 +74,6 @@ def _mm(a: torch.Tensor, b: torch.Tensor) -> torch.Tensor:
 def _addmm(bias: torch.Tensor, a: torch.Tensor, b: torch.Tensor) -> torch.Tensor:
     w = _weight(b)
     return torch.addmm(bias, a, b) if w is None else _linear(a, w, bias)
+
+
+onednn_mm, onednn_addmm = _mm, _addmm  # for runtime/package_runner.py
