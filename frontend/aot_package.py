@@ -23,6 +23,7 @@ import strata
 from strata.dialects import kernel as kd
 from strata.frontend import options as opts
 from strata.frontend import pipeline_spec
+from strata.frontend.attention import keep_attention_whole
 from strata.frontend.backend import _core_aten_decompositions
 from strata.frontend.compile_graph import (
     _warn_fallbacks,
@@ -63,7 +64,12 @@ def package_parts(exported_program: Any, options: dict[str, Any] | None) -> tupl
         raise TypeError(f"compile_and_package takes a torch.export.ExportedProgram, not {type(exported_program).__name__}")
     started = time.perf_counter()
     resolved = opts.resolve(None, options)
-    ep = exported_program.run_decompositions(_core_aten_decompositions())
+    # Attention stays one op, as in a JIT compile (frontend/attention.py): rewritten on a
+    # functional copy of the program, before the decompositions would write it out.
+    ep = exported_program.run_decompositions({})
+    if keep_attention_whole(ep.graph_module):
+        ep = _retraced(ep)
+    ep = ep.run_decompositions(_core_aten_decompositions())
     inputs, weights, arguments = _inputs(ep)
     _check_outputs(ep)
     gm = ep.graph_module
@@ -114,6 +120,18 @@ def package_parts(exported_program: Any, options: dict[str, Any] | None) -> tupl
         "compile_s": round(time.perf_counter() - started, 3),
     }
     return manifest, plan.plan, files
+
+
+def _retraced(ep):
+    """`ep` after attention was rewritten: strata::sdpa's result is laid out as torch's
+    fused kernels' is not, so a `view` torch.export chose for their layout becomes a
+    `reshape` (the same values: the program mutates nothing), which the decompositions
+    make a view again wherever the new layout allows."""
+    for n in ep.graph_module.graph.nodes:
+        if n.op == "call_function" and n.target is torch.ops.aten.view.default:
+            n.target = torch.ops.aten.reshape.default
+    ep.graph_module.recompile()
+    return ep
 
 
 def _inputs(ep) -> tuple[list[dict | None], list[dict], list[dict]]:

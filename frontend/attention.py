@@ -39,7 +39,9 @@ def _(q, k, v, attn_mask=None, is_causal=False, scale=None):
     return q.new_empty((*q.shape[:-1], v.shape[-1]))
 
 
-_SDPA_TARGETS = (torch._C._nn.scaled_dot_product_attention, F.scaled_dot_product_attention)
+# The torch-level calls a Dynamo graph holds, and the ATen op an exported program holds.
+_SDPA_TARGETS = (torch._C._nn.scaled_dot_product_attention, F.scaled_dot_product_attention,
+                 torch.ops.aten.scaled_dot_product_attention.default)
 _KEYWORDS = ("attn_mask", "dropout_p", "is_causal", "scale")
 
 
