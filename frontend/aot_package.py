@@ -97,7 +97,7 @@ def package_parts(exported_program: Any, options: dict[str, Any] | None) -> tupl
     funcs = {op.sym_name.data: op for op in module.ops if isinstance(op, kd.FuncOp)}
     plan = ProgramPlan(compiled.program, funcs, compiled.kernels, device)
     files: dict[str, bytes] = {}
-    kernels = _kernels(plan, codegen, device, files)
+    kernels = _kernels(plan, codegen, device, files, _symbols(ep))
     weights = [_weight(w["name"], w["kind"], w["tensor"], files) for w in weights]
     for i, t in enumerate(constants):
         weights.append(_weight(f"graph_constant_{i}", "CONSTANT_TENSOR", t, files))
@@ -222,7 +222,8 @@ def _safe(name: str) -> str:
     return "".join(c if c.isalnum() or c in "._-" else "_" for c in name)[:80]
 
 
-def _kernels(plan: ProgramPlan, codegen: str, device: torch.device, files: dict[str, bytes]) -> dict[str, dict]:
+def _kernels(plan: ProgramPlan, codegen: str, device: torch.device, files: dict[str, bytes],
+             ranges: dict[str, list]) -> dict[str, dict]:
     kernels = {}
     for name, (compiled, func) in plan.kernels.items():
         if codegen == "llvm":
@@ -231,7 +232,8 @@ def _kernels(plan: ProgramPlan, codegen: str, device: torch.device, files: dict[
         else:
             from strata.runtime import package_triton
 
-            meta, kernel_files = package_triton.pack_kernel(compiled, device)
+            # the symbols' ranges: the launcher's tiles for sizes the example did not have
+            meta, kernel_files = package_triton.pack_kernel(compiled, device, ranges=ranges)
             named = {k: f"kernels/{name}/{k}" for k in kernel_files}
             files.update({named[k]: data for k, data in kernel_files.items()})
             meta = {"kind": "triton", "meta": meta, "files": named}

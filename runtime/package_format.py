@@ -8,8 +8,11 @@
     weights/…         each parameter, buffer and constant as raw little-endian bytes
                       (dtype, shape and strides in the manifest), stored uncompressed
 
-Nothing in it is a pickle: loading a package runs no code it holds but the machine
-code of its kernels. Every file is checked against its digest before use, so a
+Nothing in it is a pickle. Loading a package runs, of what it holds, only its kernels'
+machine code, the integer size expressions of program.json, and (on a GPU) the Triton
+launchers' size and grid arithmetic, checked against a small grammar
+(runtime/package_triton.py): none of it can do more than compute sizes and launch the
+package's own kernels. Every file is checked against its digest before use, so a
 truncated or altered package fails to load with the name of the file that differs,
 never runs.
 """

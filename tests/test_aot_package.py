@@ -23,36 +23,51 @@ from strata.testing.aot_models import MLP, cases
 ROOT = Path(__file__).resolve().parents[1]
 
 
-@pytest.fixture(scope="module")
-def packages(tmp_path_factory):
-    """Each model of testing/aot_models.py packaged, with eager's results for its checks."""
-    folder = tmp_path_factory.mktemp("aot")
+def _package_all(folder: Path, device: str = "cpu") -> dict:
+    """Each model of testing/aot_models.py packaged on `device`, with eager's results
+    for its checks saved beside it."""
     made = {}
     for case in cases():
+        model = case.model.to(device)
+        example = tuple(a.to(device) for a in case.example)
+        checks = [tuple(a.to(device) for a in args) for args in case.checks]
         with torch.no_grad():
-            ep = export(case.model, case.example, dynamic_shapes=case.dynamic_shapes)
-            expected = [case.model(*args) for args in case.checks]
+            ep = export(model, example, dynamic_shapes=case.dynamic_shapes)
+            expected = [model(*args) for args in checks]
         path = strata.aot.compile_and_package(ep, folder / f"{case.name}.strata")
-        torch.save({"checks": case.checks, "expected": expected}, folder / f"{case.name}.pt")
+        torch.save({"checks": checks, "expected": expected}, folder / f"{case.name}.pt")
         made[case.name] = (path, case)
-    return folder, made
+    return made
+
+
+@pytest.fixture(scope="module")
+def packages(tmp_path_factory):
+    folder = tmp_path_factory.mktemp("aot")
+    return folder, _package_all(folder)
 
 
 # The loading process: every import a compile would need fails in it, and LLVM's
 # optimizer and object emitter raise if called.
 _FRESH_PROCESS = textwrap.dedent("""
-    import importlib.abc, json, sys
+    import importlib.abc, importlib.util, json, sys
     BLOCKED = ("xdsl", "triton", "sympy", "torch._dynamo", "torch._inductor", "torch._functorch.aot_autograd",
                "strata.dialects", "strata.passes", "strata.frontend.importer", "strata.frontend.compile_graph",
                "strata.frontend.backend", "strata.frontend.aot_package", "strata.codegen.llvm_kernel",
                "strata.codegen.llvm_cpu", "strata.codegen.triton_gpu", "strata.runtime.compiled_graph",
                "strata.runtime.package_plan")
 
-    class Block(importlib.abc.MetaPathFinder):
+    class Block(importlib.abc.MetaPathFinder, importlib.abc.Loader):
+        # found but not importable: torch's CUDA start-up asks find_spec("triton")
         def find_spec(self, name, path=None, target=None):
-            if name.startswith(BLOCKED) and any(name == b or name.startswith(b + ".") for b in BLOCKED):
-                raise ImportError(f"{name} must not be imported to load a package")
+            if any(name == b or name.startswith(b + ".") for b in BLOCKED):
+                return importlib.util.spec_from_loader(name, self)
             return None
+
+        def create_module(self, spec):
+            raise ImportError(f"{spec.name} must not be imported to load a package")
+
+        def exec_module(self, module):
+            pass
 
     sys.meta_path.insert(0, Block())
     import llvmlite.binding as llvm
@@ -80,14 +95,30 @@ _FRESH_PROCESS = textwrap.dedent("""
 
 def test_packages_run_in_a_process_without_the_compiler(packages):
     folder, made = packages
-    out = subprocess.run([sys.executable, "-c", _FRESH_PROCESS, str(folder), *made], capture_output=True, text=True,
-                         cwd=ROOT.parent, timeout=300)
-    assert out.returncode == 0, out.stderr[-3000:]
-    report = json.loads(out.stdout.strip().splitlines()[-1])
+    report = _run_fresh(folder, made)
     assert report.pop("modules") == []
     for name, errors in report.items():
         assert len(errors) == len(made[name][1].checks)
         assert max(errors) < 1e-4, (name, errors)
+
+
+def _run_fresh(folder: Path, made: dict) -> dict:
+    out = subprocess.run([sys.executable, "-c", _FRESH_PROCESS, str(folder), *made], capture_output=True, text=True,
+                         cwd=ROOT.parent, timeout=300)
+    assert out.returncode == 0, out.stderr[-3000:]
+    return json.loads(out.stdout.strip().splitlines()[-1])
+
+
+@pytest.mark.skipif(not torch.cuda.is_available(), reason="needs a GPU")
+def test_cuda_packages_run_in_a_process_without_the_compiler(tmp_path):
+    made = _package_all(tmp_path, "cuda")
+    report = _run_fresh(tmp_path, made)
+    assert report.pop("modules") == []
+    for name, errors in report.items():
+        assert max(errors) < 1e-3, (name, errors)  # cuDNN and cuBLAS pick their own algorithms
+    with zipfile.ZipFile(made["gpt"][0]) as z:
+        manifest = json.loads(z.read(MANIFEST))
+    assert manifest["device"] == "cuda" and all(k["kind"] == "triton" for k in manifest["kernels"].values())
 
 
 def test_package_is_a_readable_zip(packages):
