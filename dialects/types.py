@@ -174,7 +174,32 @@ def may_be_negative(expr: sympy.Expr) -> bool:
     """Whether sympy cannot prove `expr` never negative: a floor division or modulo of it
     needs Python's rounding, not the unsigned one. Offsets over loop indices and sizes
     are proved; a value such as `floor(-s0/5)` (a scalar a kernel computes) is not."""
-    return is_signed(expr) or sympy.sympify(expr).is_nonnegative is not True
+    if is_signed(expr):
+        return True
+    expr = sympy.sympify(expr)
+    if expr.is_nonnegative is True:
+        return False
+    bound = _floors_at_least(expr)  # floor(s/2 - 1/2) + 1, a convolution's output size
+    return bound is None or bound.is_nonnegative is not True
+
+
+def _floors_at_least(expr: sympy.Expr) -> sympy.Expr | None:
+    """A lower bound of `expr` with each floor(p/q) (q a positive integer, p integral)
+    taken at its least, (p - q + 1)/q, where it adds with a non-negative coefficient;
+    None where some floor is not of that form."""
+    terms = []
+    for term in sympy.Add.make_args(expr):
+        coeff, rest = term.as_coeff_Mul()
+        if isinstance(rest, sympy.floor):
+            p, q = sympy.fraction(sympy.together(rest.args[0]))
+            if coeff < 0 or not (q.is_Integer and q > 0) or p.is_integer is not True or p.has(sympy.floor):
+                return None
+            terms.append(coeff * (p - q + 1) / q)
+        elif rest.has(sympy.floor):
+            return None
+        else:
+            terms.append(term)
+    return sympy.Add(*terms)
 
 
 def sym(text: str | int | sympy.Expr) -> sympy.Expr:

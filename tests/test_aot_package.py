@@ -300,7 +300,10 @@ def test_torch_aot_compile_saves_a_strata_package(tmp_path):
         return ((x.sin() + y).relu() * 2).sum(-1)
 
     x, y = torch.randn(4, 8), torch.randn(4, 8)
-    compiled = torch.compile(f, fullgraph=True, backend="strata", dynamic=True).aot_compile(((x, y), {}))
+    compiled = torch.compile(f, fullgraph=True, backend="strata", dynamic=True)
+    if not hasattr(compiled, "aot_compile"):
+        pytest.skip("this torch's torch.compile has no aot_compile")
+    compiled = compiled.aot_compile(((x, y), {}))
     assert isinstance(compiled._artifacts.compiled_fn, PackagedFunction)  # strata's package, not a fallback
     torch.testing.assert_close(compiled(x, y), f(x, y))
     compiled.save_compiled_function(str(tmp_path / "f.bin"))

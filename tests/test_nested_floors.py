@@ -67,3 +67,18 @@ def test_max_pool_indices_on_symbolic_sizes():
             got, want = compiled(x), pool(x)
             torch.testing.assert_close(got[0], want[0])
             assert torch.equal(got[1], want[1])
+
+
+def test_a_convolution_output_size_is_known_non_negative():
+    """floor(s/2 - 1/2) + 1 (a stride-2 convolution's output over an input of size s ≥ 0)
+    is never negative: a division by it needs no sign correction, and the Triton code
+    generator took it for a divisor that may be negative (resnet18 under dynamic=True
+    on a GPU ran a kernel in the interpreter)."""
+    from strata.codegen.triton_index import int_code
+    from strata.dialects.types import may_be_negative, sym
+
+    assert not may_be_negative(sym("floor(s53/2 - 1/2) + 1"))
+    assert not may_be_negative(sym("2*floor(s1/4 - 1/4) + 2"))
+    assert may_be_negative(sym("floor(s53/2 - 3/2) + 1"))  # -1 at s53 = 0
+    assert may_be_negative(sym("floor(zf0/2) + 1"))  # a float symbol: no integer floor bound
+    int_code(sym("floor(ns0/(floor(s53/2 - 1/2) + 1))"))  # no CodegenError
