@@ -69,9 +69,21 @@ class Pipeline(Values):
             raise ValueError(f"option {name!r} is not a pipeline strata can run ({value!r}): {e}") from None
 
 
+class ExtraPasses(Values):
+    """Passes to insert into the pipeline, by position (frontend/pipeline_spec.py)."""
+
+    def check(self, name: str, value: Any) -> None:
+        super().check(name, value)
+        try:
+            pipeline_spec.extra_specs(value)  # the positions are checked where the pipeline is known (resolve)
+        except ValueError as e:
+            raise ValueError(f"option {name!r} cannot insert {value!r}: {e}") from None
+
+
 BOOL = Bools("a bool", (bool,))
 PATH = Values("a path (a str or os.PathLike) or None", (str, os.PathLike, type(None)))
 PIPELINE = Pipeline("a str of pass names separated by commas, as strata-opt's -p takes", (str,))
+EXTRA_PASSES = ExtraPasses("a dict of positions to passes, as in {'after:simplify': 'my-pass{option=1}'}", (Mapping,))
 
 
 @dataclass(frozen=True)
@@ -88,6 +100,10 @@ OPTIONS: dict[str, Option] = {
     "pipeline": Option(",".join(DEFAULT_PIPELINE), PIPELINE,
                        "the passes run on each graph, by name, comma-separated; a pass's options in braces, "
                        "as strata-opt's -p takes them (fuse{emulate_precision_casts=true})"),
+    "extra_passes": Option({}, EXTRA_PASSES,
+                           "passes inserted into the pipeline next to a pass that runs once in it, without "
+                           "restating it: {'after:simplify': 'my-pass', 'before:fuse': 'other{option=1}'}; "
+                           "strata.compile folds them into 'pipeline', which then names every pass that runs"),
     "trace.enabled": Option(False, BOOL, "write each graph's IR after every level and its kernels to trace.dir"),
     "trace.dir": Option(None, PATH, "where traces go (default: ./strata_trace)"),
     "trace.graph_diagram": Option(False, BOOL, "draw each fused graph (kernels, library calls, eager fallbacks, "
@@ -173,6 +189,14 @@ def resolve(mode: str | None = None, options: Mapping[str, Any] | None = None) -
             raise ValueError(f"unknown option {key!r}; strata's options are: {', '.join(OPTIONS)}")
         OPTIONS[key].values.check(key, value)
         resolved[key] = value
+    if resolved["extra_passes"]:
+        # into the pipeline they go, checked against it (a user's pipeline may lack a
+        # pass the default has), so that the resolved options name every pass that runs
+        try:
+            resolved["pipeline"] = pipeline_spec.insert(resolved["pipeline"], resolved["extra_passes"])
+        except ValueError as e:
+            raise ValueError(f"option 'extra_passes' cannot insert {resolved['extra_passes']!r}: {e}") from None
+        resolved["extra_passes"] = {}
     return resolved
 
 

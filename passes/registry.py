@@ -37,12 +37,19 @@ def _coalesce_dims():
     return CoalesceDimsPass
 
 
+def _pow_to_mul():
+    from strata.passes.pow_to_mul import PowToMulPass
+
+    return PowToMulPass
+
+
 PASSES: dict[str, Callable[[], type[ModulePass]]] = {
     "infer-shapes": _infer_shapes,
     "decompose": _decompose,
     "simplify": _simplify,
     "fuse": _fuse,
     "coalesce-dims": _coalesce_dims,
+    "pow-to-mul": _pow_to_mul,
 }
 
 # The pipeline a torch.compile call runs, by pass name.

@@ -5,11 +5,19 @@ Integer divisors are guarded with where(y == 0, 1, y), shift amounts and integer
 exponents masked with bitwise_and, and a float is made finite and small before it
 is converted to an integer (C leaves NaN → int undefined), so that every program has
 one meaning on every input.
+
+A pass writer aims the generator at a pattern with `favour` (op names, such as
+"prim.pow": the steps that make them are drawn more often, and within a step the
+favoured op three times in four) and `constants` (the values a constant operand takes,
+taken three times in four over an earlier value or a new input): see `prim_programs`, and
+testing/reach.py to measure how often a pass then finds its pattern.
 """
 
 from __future__ import annotations
 
+import difflib
 from collections.abc import Callable, Sequence
+from dataclasses import dataclass
 from typing import Any
 
 from hypothesis import strategies as st
@@ -39,7 +47,11 @@ from strata.testing.graphs import (
 EW = prim.ELEMENTWISE_OPS
 
 
+@dataclass
 class PrimGraph(GraphBuilder):
+    favour: frozenset[str] = frozenset()  # op names drawn more often (prim_programs' favour)
+    constants: tuple[Any, ...] = ()  # values constant operands take (prim_programs' constants)
+
     def emit(self, op: Operation) -> SSAValue:
         try:
             op.verify()
@@ -74,6 +86,28 @@ class PrimGraph(GraphBuilder):
     def allowed(self, name: str) -> bool:
         return self.float_dtype == "f32" or name not in AMPLIFYING
 
+    def favoured(self, names: Sequence[str], op_name: Callable[[str], str] = lambda n: EW[n].name) -> list[str]:
+        """The names among `names` whose op (`op_name` of it) is favoured."""
+        return [n for n in names if op_name(n) in self.favour] if self.favour else []
+
+
+def choose(draw, b: PrimGraph, names: Sequence[Any], op_name: Callable[[Any], str] = lambda n: EW[n].name,
+           otherwise: Callable[[], st.SearchStrategy[Any]] | None = None) -> Any:
+    """One of `names`: a favoured one three times in four where there is one, else
+    `otherwise` (a uniform draw by default). A function of the step's `draw`, not a
+    strategy of its own: without favoured names it draws just what `otherwise` draws,
+    so that unaimed programs stay the programs drawn before aiming existed."""
+    hits = b.favoured(names, op_name)
+    if hits and draw(st.integers(0, 3)) > 0:
+        return draw(st.sampled_from(hits))
+    return draw(otherwise() if otherwise else st.sampled_from(list(names)))
+
+
+def favoured_dtype(b: PrimGraph, arity: int) -> Callable[[TensorType], bool] | None:
+    """Accepts the operands of a favoured elementwise op of `arity`, if there is one."""
+    accepts = [a for n, (k, a, _, _) in prim.ELEMENTWISE.items() if k == arity and EW[n].name in b.favour]
+    return (lambda t: any(a(t.dtype) for a in accepts)) if accepts else None
+
 
 def accepting(b: PrimGraph, arity: int, dtype: str) -> list[str]:
     return [n for n, (a, accepts, _, _) in prim.ELEMENTWISE.items() if a == arity and accepts(dtype) and b.allowed(n)]
@@ -88,6 +122,10 @@ def second(draw, b: PrimGraph, x: SSAValue) -> SSAValue:
     """An operand of x's type: an earlier value converted and broadcast, a constant,
     or a new input."""
     t = tensor_of(x)
+    if b.constants and draw(st.integers(0, 3)) > 0:
+        value = draw(st.sampled_from(b.constants))
+        if is_float(t.dtype) or float(value).is_integer():
+            return b.full_like(x, value if is_float(t.dtype) else int(value))
     if draw(st.booleans()):
         y = draw(pick(b, lambda u: broadcast_dims(t.dims, u.dims) is not None))
         if y is not None and (z := b.like(y, t)) is not None:
@@ -113,22 +151,33 @@ def without_nan(b: PrimGraph, x: SSAValue) -> SSAValue:
     return b.emit(prim.WhereOp(b.emit(EW["isnan"](x)), b.full_like(x, 0.0), x))
 
 
+def aimed_operand(draw, b: PrimGraph, arity: int) -> SSAValue:
+    """An operand; where an elementwise op of this arity is favoured, three times in
+    four one of the first dtype it accepts (the program's floating dtype, i64, i1)."""
+    accept = favoured_dtype(b, arity)
+    if accept is not None and draw(st.integers(0, 3)) > 0:
+        dtype = next((d for d in b.dtypes if accept(TensorType([], d))), None)
+        return draw(operand(b, lambda t: t.dtype == dtype, dtype=dtype))
+    return draw(operand(b))
+
+
 @st.composite
 def unary(draw, b: PrimGraph) -> None:
-    x = draw(operand(b))
-    name = draw(st.sampled_from(accepting(b, 1, tensor_of(x).dtype)))
+    x = aimed_operand(draw, b, 1)
+    name = choose(draw, b, accepting(b, 1, tensor_of(x).dtype))
     b.emit(EW[name](without_nan(b, x) if name == "signbit" else x))
 
 
 @st.composite
 def binary(draw, b: PrimGraph) -> None:
-    x = draw(operand(b))
+    x = aimed_operand(draw, b, 2)
     dtype = tensor_of(x).dtype
     names = accepting(b, 2, dtype)
     common = [n for n in COMMON_BINARY if n in names]
     if not names:
         return
-    name = draw(st.sampled_from(common if common and draw(st.booleans()) else names))
+    name = choose(draw, b, names,
+                  otherwise=lambda: st.sampled_from(common if common and draw(st.booleans()) else names))
     y = draw(second(b, x))
     if name in ("div", "floordiv", "remainder", "fmod") and not is_float(dtype):
         y = nonzero(b, y)
@@ -169,7 +218,9 @@ def convert(draw, b: PrimGraph) -> None:
 
 @st.composite
 def view(draw, b: PrimGraph) -> None:
-    kind = draw(st.sampled_from(["reshape", "permute", "broadcast", "slice"]))
+    views = {"reshape": "prim.reshape", "permute": "prim.permute", "broadcast": "prim.broadcast_in_dim",
+             "slice": "prim.slice"}
+    kind = choose(draw, b, list(views), views.__getitem__)
     x = draw(operand(b))
     t = tensor_of(x)
     dims = list(t.dims)
@@ -213,7 +264,7 @@ def cat(draw, b: PrimGraph) -> None:
 
 @st.composite
 def reduction(draw, b: PrimGraph) -> None:
-    kind = draw(st.sampled_from(list(prim.REDUCTION_OPS)))
+    kind = choose(draw, b, list(prim.REDUCTION_OPS), lambda k: prim.REDUCTION_OPS[k].name)
     x = draw(operand(b, dtypes=b.numeric))  # bools too: sum is any, prod all
     t = tensor_of(x)
     # Empty dims too: every reduction, amax and amin included, gives its identity there
@@ -226,7 +277,7 @@ def reduction(draw, b: PrimGraph) -> None:
 
 @st.composite
 def creation(draw, b: PrimGraph) -> None:
-    if draw(st.booleans()):
+    if choose(draw, b, [True, False], lambda full: "prim.full" if full else "prim.iota", st.booleans):
         dims = draw(st.integers(0, 3).flatmap(dims_strategy))
         dtype = draw(st.sampled_from(b.dtypes))
         value = draw(st.sampled_from([1.5, -2.0, 0.0])) if is_float(dtype) else draw(st.sampled_from([1, 0, 3]))
@@ -246,7 +297,7 @@ def matmul(draw, b: PrimGraph) -> None:
     def matrix(dims: list[Dim]) -> SSAValue:
         return draw(operand(b, lambda t: t.dtype == dtype and same_dims(t.dims, dims), dims=dims, dtype=dtype))
 
-    kind = draw(st.sampled_from(["mm", "addmm", "bmm"]))
+    kind = choose(draw, b, ["mm", "addmm", "bmm"], lambda k: f"prim.{k}")
     if kind == "mm":
         b.emit(prim.MmOp(matrix([m, k]), matrix([k, n])))
     elif kind == "addmm":
@@ -275,13 +326,12 @@ def convolution_shapes(draw, batch: Any) -> tuple[list[Dim], list[Dim], list[int
 
 
 def convolution_crashes(dtype: str) -> bool:
-    """torch 2.11's CPU convolution in f16 and bf16 crashes (a segfault in oneDNN) on
-    some shapes this generator draws ([2, 1, 1, 1] by [1, 1, 1, 1], dilation 2, padding
-    1, f16; [2, 4, 1] by [4, 2, 1], stride 2, dilation 2, padding 1, groups 2, bf16; on
-    a host with AMX): no 16-bit convolutions under torch before 2.13, where it is fixed."""
-    import torch
-
-    return dtype in ("f16", "bf16") and tuple(int(p) for p in torch.__version__.split(".")[:2]) < (2, 13)
+    """torch's CPU convolution in f16 and bf16 crashes (a segfault in oneDNN) on some
+    shapes this generator draws ([2, 1, 1, 1] by [1, 1, 1, 1], dilation 2, padding 1,
+    f16; [2, 4, 1] by [4, 2, 1], stride 2, dilation 2, padding 1, groups 2, bf16, under
+    torch 2.11; [3, 2, 1] by [1, 2, 1], stride 2, dilation 2, padding 1, f16, under
+    torch 2.13, on a host with AMX): no 16-bit convolutions are generated."""
+    return dtype in ("f16", "bf16")
 
 
 @st.composite
@@ -318,8 +368,63 @@ def _isnan_of_first(b: GraphBuilder) -> None:
     b.emit(EW["isnan"](b.pool[0]))
 
 
+def step_ops() -> dict[str, frozenset[str]]:
+    """The ops each step may make (beside the fulls, broadcasts and conversions that
+    adapt its operands)."""
+    arity = {n: a for n, (a, _, _, _) in prim.ELEMENTWISE.items()}
+    return {
+        "unary": frozenset(EW[n].name for n in EW if arity[n] == 1),
+        "binary": frozenset(EW[n].name for n in EW if arity[n] == 2),
+        "where": frozenset({prim.WhereOp.name}),
+        "view": frozenset(op.name for op in prim.VIEW_OPS),
+        "reduction": frozenset(op.name for op in prim.REDUCTION_OPS.values()),
+        "convert": frozenset({prim.ConvertElementTypeOp.name}),
+        "cat": frozenset({prim.CatOp.name}),
+        "creation": frozenset({prim.FullOp.name, prim.IotaOp.name}),
+        "matmul": frozenset({prim.MmOp.name, prim.AddmmOp.name, prim.BmmOp.name}),
+        "convolution": frozenset({prim.ConvolutionOp.name}),
+    }
+
+
+def prim_programs(
+    max_ops: int = 8,
+    steps: Sequence[str] = tuple(STEPS),
+    float_dtypes: Sequence[str] = FLOAT_DTYPES,
+    favour: Sequence[str] = (),
+    constants: Sequence[float | int] = (),
+) -> st.SearchStrategy[Program]:
+    """Random programs of prim ops; `steps` picks the kinds of ops (keys of STEPS).
+
+    `favour` aims the programs at a pattern: op names ("prim.pow") whose steps are
+    drawn four times as often, and which are chosen three times in four within their
+    step, with operands of a dtype they accept; where one is drawn only in f32
+    programs (AMPLIFYING), f32 is drawn three times in four. `constants` are values a
+    constant operand of a binary op or a where takes three times in four (2.0 for
+    pow(x, 2)). Without them, the programs are those drawn before they existed. An op
+    that `steps` do not make raises ValueError here."""
+    favoured = frozenset(favour)
+    ops = step_ops()
+    makes = frozenset().union(*(ops[s] for s in steps))
+    if favoured - makes:
+        def hint(n: str) -> str:
+            made_by = [s for s, o in ops.items() if n in o]
+            if made_by:
+                return f"{n} needs the step {made_by[0]!r}"
+            close = difflib.get_close_matches(n, sorted(makes), 1)
+            return f"{n}: did you mean {close[0]}?" if close else ""
+
+        missing = sorted(favoured - makes)
+        hints = "; ".join(h for h in map(hint, missing) if h)
+        raise ValueError(f"prim_programs(steps={tuple(steps)}) makes no {', '.join(missing)}"
+                         + (f" ({hints})" if hints else f"; it makes {', '.join(sorted(makes))}"))
+    weights = {s: WEIGHTS.get(s, 1) * (4 if ops[s] & favoured else 1) for s in steps}
+    f32_first = any(n.removeprefix("prim.") in AMPLIFYING for n in favoured) and "f32" in float_dtypes
+    return _prim_programs(max_ops, tuple(steps), tuple(float_dtypes), favoured, tuple(constants), weights, f32_first)
+
+
 @st.composite
-def prim_programs(draw, max_ops: int = 8, steps: Sequence[str] = tuple(STEPS), float_dtypes: Sequence[str] = FLOAT_DTYPES) -> Program:
-    """Random programs of prim ops; `steps` picks the kinds of ops (keys of STEPS)."""
-    b = PrimGraph(float_dtype=draw(st.sampled_from(list(float_dtypes))))
-    return draw(program(b, STEPS, steps, max_ops, "prim", _isnan_of_first, WEIGHTS))
+def _prim_programs(draw, max_ops: int, steps: tuple[str, ...], float_dtypes: tuple[str, ...], favour: frozenset[str],
+                   constants: tuple[Any, ...], weights: dict[str, int], f32_first: bool) -> Program:
+    dtypes = ["f32"] if f32_first and draw(st.integers(0, 3)) > 0 else list(float_dtypes)
+    b = PrimGraph(float_dtype=draw(st.sampled_from(dtypes)), favour=favour, constants=constants)
+    return draw(program(b, STEPS, steps, max_ops, "prim", _isnan_of_first, weights))

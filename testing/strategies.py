@@ -29,7 +29,8 @@ What the generators draw (the details live in the modules named):
   cat, matmuls, creation, casts) and overloads outside the core set (`aten.call`);
   torch runs every op on stand-in tensors first, so programs are ones torch accepts;
 - `prim_programs` (testing/prim_programs.py): every prim op, with explicit broadcasts
-  and conversions;
+  and conversions; `favour=("prim.pow",)` and `constants=(2.0,)` aim them at a pattern,
+  and `strata.testing.reach` counts the programs a pass changes (docs/writing-a-pass.md);
 - `op_zoo(dialect)` (testing/op_zoo.py): one op of every op class of a dialect, for
   the printer and parser.
 """

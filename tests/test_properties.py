@@ -24,7 +24,8 @@ import os
 from dataclasses import dataclass
 
 import pytest
-from hypothesis import assume, given
+from hypothesis import assume, event, given
+from hypothesis.control import currently_in_test_context
 from hypothesis import strategies as st
 
 from strata.dialects.context import parse_module
@@ -35,6 +36,7 @@ from strata.testing import strategies as sst
 from strata.testing.checks import check_codegen, check_values
 from strata.testing.graphs import Program
 from strata.testing.inputs import InputSpec
+from strata.testing.reach import reach, without_dead_code
 
 # The programs each pass is tested on: generated aten or prim programs, or aten
 # programs after infer-shapes and decompose (prim ops and the aten ops left over).
@@ -44,6 +46,7 @@ PASS_INPUTS: dict[str, tuple[str, ...]] = {
     "simplify": ("prim", "decomposed"),
     "fuse": ("prim", "decomposed"),
     "coalesce-dims": ("fused",),
+    "pow-to-mul": ("prim", "decomposed"),
 }
 PREPARE = {"aten": [], "prim": [], "decomposed": ["infer-shapes", "decompose"], "fused": ["fuse"]}
 GENERATED_AS = {"decomposed": "aten", "fused": "prim"}  # the programs drawn for a kind
@@ -75,12 +78,18 @@ def prepared(program: Program, kind: str) -> Program:
 
 
 def check_pipeline(program: Program, pipeline: list[str]) -> str | None:
-    """What goes wrong when `pipeline` runs on `program` and the values are compared."""
+    """What goes wrong when `pipeline` runs on `program` and the values are compared.
+    In a property, it records whether the pipeline changed the program (dead code
+    aside, as strata.testing.reach counts): `pytest --hypothesis-show-statistics` shows
+    the share of programs each pass changed."""
     after = program.module.clone()
     try:
         run_pipeline(after, pipeline)
     except Exception as e:
         return f"the pipeline fails: {type(e).__name__}: {str(e).split(chr(10) * 2)[0]}"
+    if currently_in_test_context():
+        changed = without_dead_code(after) != without_dead_code(program.module)
+        event(f"{','.join(pipeline)} {'changed the program' if changed else 'left the program as it was'}")
     return check_values(program.module, after, program.spec)
 
 
@@ -169,6 +178,26 @@ def test_codegen_matches_kernel_interpreter(codegen, data):
     except Exception as e:
         problem = f"{passes} fails: {type(e).__name__}: {str(e).split(chr(10) * 2)[0]}"
     assert problem is None, report(program, f"-p {passes} --check-codegen {codegen}", problem)
+
+
+# ---------------------------------------------------------------- aimed properties
+# Generated programs rarely hold a pass's pattern by chance (pow-to-mul changes none of
+# 200 prim programs): each aimed property draws programs that do, and checks that they
+# still do, as often as its pass needs (strata.testing.reach).
+SQUARES = sst.prim_programs(favour=("prim.pow",), constants=(2.0,))
+
+
+def test_squares_reach_pow_to_mul():
+    found = reach("pow-to-mul", SQUARES, examples=100)
+    assert found.fraction() >= 0.2, f"the aimed programs no longer reach the pattern: {found}"
+
+
+@given(program=SQUARES)
+def test_pow_to_mul_keeps_values_of_squares(program):
+    assume(known_bug(program) is None)
+    remember(program, "-p pow-to-mul")
+    problem = check_pipeline(program, ["pow-to-mul"])
+    assert problem is None, report(program, "-p pow-to-mul", f"pow-to-mul changed the program's values: {problem}")
 
 
 @pytest.mark.parametrize(
