@@ -141,8 +141,8 @@ def encode(value: Any, kind: str) -> Attribute:
         return ArrayAttr([encode(v, base[:-2]) for v in value])
     if base == "ScalarType":
         return StringAttr(TORCH_TO_DTYPE[value])
-    if base in ("Layout", "Device", "MemoryFormat", "str"):
-        return StringAttr(str(value))
+    if base in ("Layout", "Device", "MemoryFormat", "str") or base == "Any" and isinstance(value, str):
+        return StringAttr(str(value))  # Any: a process group's name (_c10d_functional ops)
     if isinstance(value, torch.SymInt | torch.SymFloat | torch.SymBool):
         from strata.dialects.types import from_torch_sympy
 
@@ -170,7 +170,7 @@ def decode(attr: Attribute, kind: str, bindings: dict[str, int] | None = None) -
             return getattr(torch, attr.data.removeprefix("torch."))
         if base == "Device":
             return torch.device(attr.data)
-        if base == "str":
+        if base in ("str", "Any"):
             return attr.data
         if bindings is not None and base in ("Scalar", "float"):
             from strata.runtime.data_dependent import scalar_value  # a float item() may be in it

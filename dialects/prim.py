@@ -837,6 +837,7 @@ from strata.dialects.prim_attention import ATTENTION_OPS  # noqa: E402  (likewis
 from strata.dialects.prim_attention_training import FUSED_ATTENTION_OPS  # noqa: E402  (likewise)
 from strata.dialects.prim_complex import COMPLEX_OPS  # noqa: E402  (likewise)
 from strata.dialects.prim_data_dependent import DATA_DEPENDENT_OPS  # noqa: E402  (likewise)
+from strata.dialects.prim_collectives import COMMUNICATION_OPS  # noqa: E402  (likewise)
 
 LIBRARY_OPS = (MmOp, BmmOp, AddmmOp, ConvolutionOp, *ATTENTION_OPS, *FUSED_ATTENTION_OPS)
 
@@ -869,6 +870,7 @@ Prim = Dialect(
         *DISTANCE_OPS,
         *ATTENTION_OPS,
         *FUSED_ATTENTION_OPS,
+        *COMMUNICATION_OPS,
         *COMPLEX_OPS,
         *DATA_DEPENDENT_OPS,
     ],

@@ -34,7 +34,7 @@ from strata.frontend import capture_cache, logs, pipeline_spec
 from strata.frontend import report as reports
 from strata.frontend.effects import with_tokens
 from strata.frontend.errors import CompileError, describe_failure, describe_kernel_failure, failing_op
-from strata.frontend.importer import IntComputation, ItemResult, UnsupportedGraph, import_graph
+from strata.frontend.importer import IntComputation, ItemResult, OpaqueArgument, UnsupportedGraph, import_graph
 from strata.frontend.storage_offsets import guarded
 from strata.frontend.trace import Trace
 from strata.passes.decompose import recording_declines
@@ -411,6 +411,8 @@ def graph_outputs(compiled: CompiledGraph, imported) -> Callable[[list], list]:
         for s in spec:
             if s is None or isinstance(s, int):
                 out.append(None if s is None else tensors[s])
+            elif isinstance(s, OpaqueArgument):
+                out.append(full[s.index])
             elif isinstance(s, ItemResult):
                 out.append(int(tensors[s.index].item()))
             elif isinstance(s, IntComputation):

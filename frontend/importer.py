@@ -116,6 +116,29 @@ def tensor_type_of(val: Any) -> TensorType:
     return TensorType([_dim(d) for d in val.shape], dtype)
 
 
+@dataclass(frozen=True)
+class OpaqueArgument:
+    """An output that is the graph's argument `index`, an opaque object (a device mesh
+    AOTAutograd saves for the backward), returned as it was passed."""
+
+    index: int
+
+
+def is_opaque(val: Any) -> bool:
+    """Whether val is a torchbind object (or the fake one tracing made of it)."""
+    return isinstance(val, torch.ScriptObject) or type(val).__name__ == "FakeScriptObject"
+
+
+def process_group_name(val: Any) -> str | None:
+    """The registered name of the process group `val` is (a ProcessGroup, or the fake
+    script object tracing made of one), None for anything else."""
+    real = getattr(val, "real_obj", val)
+    name = getattr(real, "group_name", None)
+    if isinstance(name, str) and type(real).__name__ == "ProcessGroup":
+        return name
+    return None
+
+
 def _dim(d: Any) -> int | sympy.Expr:
     if isinstance(d, torch.SymInt):
         expr = from_torch_sympy(d.node.expr)
@@ -149,6 +172,7 @@ def import_graph(gm: torch.fx.GraphModule) -> ImportedGraph:
     arg_types: list[Attribute] = []
     arg_attrs: list[DictionaryAttr] = []
     arg_symbols: list[str | None] = []
+    opaque: dict[torch.fx.Node, str | OpaqueArgument] = {}
     for n in [*placeholders, *constants_nodes]:
         val = n.meta.get("val") if n.op == "placeholder" else _fetch_attr(gm, n.target)
         if isinstance(val, torch.SymInt):
@@ -159,6 +183,13 @@ def import_graph(gm: torch.fx.GraphModule) -> ImportedGraph:
             arg_symbols.append(name)
         elif isinstance(val, int):
             raise UnsupportedGraph("an int graph input without a symbolic size")
+        elif is_opaque(val):
+            # a torchbind object (DTensor's device mesh, a process group): passed through
+            # to the results, or read by a functional collective as its group's name
+            arg_types.append(IndexType())
+            arg_attrs.append(DictionaryAttr({}))
+            arg_symbols.append(None)
+            opaque[n] = process_group_name(val) or OpaqueArgument(len(arg_types) - 1)
         else:
             arg_types.append(tensor_type_of(val))
             arg_attrs.append(DictionaryAttr({"strata.strides": _strides_attr(val), **storage_offset_attr(n)}))
@@ -167,7 +198,7 @@ def import_graph(gm: torch.fx.GraphModule) -> ImportedGraph:
     block = Block(arg_types=arg_types)
     env: dict[torch.fx.Node, Any] = {}
     for n, arg in zip([*placeholders, *constants_nodes], block.args):
-        env[n] = arg
+        env[n] = opaque.get(n, arg)
         arg.name_hint = _name_hint(n.name)
 
     builder = Builder(InsertPoint.at_end(block))
@@ -260,6 +291,8 @@ def _output_spec(builder: Builder, env: dict, v: Any, outputs: list[SSAValue]) -
         if isinstance(env.get(v), SSAValue):
             outputs.append(env[v])
             return len(outputs) - 1
+        if isinstance(env.get(v), OpaqueArgument):
+            return env[v]
         meta = v.meta.get("val")
         if isinstance(meta, torch.SymInt) and free_unbacked_symbols(meta):
             op = aten.build("aten::scalar_tensor", {"s": meta, "dtype": torch.int64}, [TensorType([], "i64")])

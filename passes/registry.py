@@ -37,6 +37,12 @@ def _coalesce_dims():
     return CoalesceDimsPass
 
 
+def _schedule_collectives():
+    from strata.passes.schedule_collectives import ScheduleCollectivesPass
+
+    return ScheduleCollectivesPass
+
+
 def _pow_to_mul():
     from strata.passes.pow_to_mul import PowToMulPass
 
@@ -49,11 +55,13 @@ PASSES: dict[str, Callable[[], type[ModulePass]]] = {
     "simplify": _simplify,
     "fuse": _fuse,
     "coalesce-dims": _coalesce_dims,
+    "schedule-collectives": _schedule_collectives,
     "pow-to-mul": _pow_to_mul,
 }
 
 # The pipeline a torch.compile call runs, by pass name.
-DEFAULT_PIPELINE = ("infer-shapes", "decompose", "simplify", "infer-shapes", "fuse", "coalesce-dims")
+DEFAULT_PIPELINE = ("infer-shapes", "decompose", "simplify", "infer-shapes", "fuse", "coalesce-dims",
+                    "schedule-collectives")
 
 
 # strata's dialects by name; each loads on first use (see dialects/context.py).

@@ -51,7 +51,9 @@ from strata.runtime.graph_runner import InlineStep, generate_runner
 from strata.runtime.memory_plan import MemoryPlan, plan_memory
 from strata.runtime.views import ViewCache, reinterpret, view_step_code
 from strata.runtime.random_seeds import draw_seeds_step
+from strata.dialects.prim_collectives import COLLECTIVE_OPS, COMMUNICATION_OPS
 from strata.dialects.prim_data_dependent import DATA_DEPENDENT_OPS
+from strata.runtime.collectives import communication_step
 from strata.runtime.data_dependent import data_dependent_step, unbound_result_dims
 
 Step = Callable[[list, dict], None]
@@ -122,6 +124,8 @@ class CompiledGraph:
                 self.steps.append(data_dependent_step(op, self._slot, self.device))
             elif isinstance(op, aten.AtenOp):
                 self.steps.append(self._eager_step(op))
+            elif isinstance(op, COMMUNICATION_OPS):
+                self.steps.append(communication_step(op, self._slot))
             elif isinstance(op, PrimOp):
                 self.steps.append(self._library_step(op))
             else:
@@ -159,6 +163,9 @@ class CompiledGraph:
                     shapes[slot] = (tuple(static), DTYPES[v.type.dtype], None if strides is None else tuple(strides))
             if isinstance(op, kd.LaunchOp) or isinstance(op, prim.MmOp | prim.BmmOp | prim.AddmmOp):
                 plannable.update(r for r in results if r not in self._fresh_products)
+        # A collective may still read its operand after the step that issued it (on the
+        # communication stream, until its wait): that memory is not the workspace's to reuse.
+        plannable -= {self._slot(_view_root(v)) for op in step_ops if isinstance(op, COLLECTIVE_OPS) for v in op.operands}
         plan = plan_memory(steps, shapes, plannable, set(self._result_slots))
         return plan if plan.values else None
 

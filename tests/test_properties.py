@@ -47,6 +47,7 @@ PASS_INPUTS: dict[str, tuple[str, ...]] = {
     "fuse": ("prim", "decomposed"),
     "coalesce-dims": ("fused",),
     "pow-to-mul": ("prim", "decomposed"),
+    "schedule-collectives": ("fused",),  # no collectives there: it must leave them alone (tests/test_schedule_collectives.py aims at them)
 }
 PREPARE = {"aten": [], "prim": [], "decomposed": ["infer-shapes", "decompose"], "fused": ["fuse"]}
 GENERATED_AS = {"decomposed": "aten", "fused": "prim"}  # the programs drawn for a kind

@@ -6,6 +6,7 @@ from strata.passes.decompositions import (  # noqa: F401  (each registers its ru
     attention,
     batch_norm,
     batch_norm_legit,
+    collectives,
     complex_builders,
     complex_ops,
     contractions,
