@@ -24,7 +24,7 @@ from llvmlite import ir
 from strata.codegen.errors import CodegenError
 from strata.codegen.llvm_dtypes import I64
 from strata.codegen.llvm_lanes import const_like, unify
-from strata.dialects.types import integer_fraction, may_be_negative
+from strata.dialects.types import may_be_negative
 
 NSW = ("nsw",)
 
@@ -36,10 +36,6 @@ def lower_index(b: ir.IRBuilder, expr: sympy.Expr, env: Mapping[str, ir.Value]) 
     if expr.is_Symbol:
         return env[expr.name]
     if isinstance(expr, sympy.Add):
-        if any(a.is_Rational and not a.is_Integer for a in expr.args):  # s0/2 + 1/2: an exact division
-            p, q = integer_fraction(expr)
-            n, d = unify(b, [lower_index(b, p, env), lower_index(b, q, env)])
-            return _floor_div(b, n, d) if may_be_negative(p) else b.udiv(n, d)
         return reduce(lambda x, y: b.add(x, y, flags=NSW), _lower_all(b, expr.args, env))
     if isinstance(expr, sympy.Mul):
         if any(a.is_Rational and not a.is_Integer for a in expr.args):

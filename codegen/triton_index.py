@@ -13,7 +13,7 @@ from __future__ import annotations
 import sympy
 
 from strata.codegen.errors import CodegenError
-from strata.dialects.types import integer_fraction, may_be_negative
+from strata.dialects.types import may_be_negative
 
 INT32_LIMIT = 2**31
 
@@ -25,8 +25,6 @@ def int_code(expr: sympy.Expr, python: bool = False) -> str:
     if expr.is_Symbol:
         return expr.name
     if isinstance(expr, sympy.Add):
-        if any(a.is_Rational and not a.is_Integer for a in expr.args):  # s0/2 + 1/2: an exact division
-            return _quotient_code(*integer_fraction(expr), False, expr, python)
         return _sum_code(expr, python)
     if isinstance(expr, sympy.Mul):
         if any(a.is_Rational and not a.is_Integer for a in expr.args):
@@ -36,7 +34,18 @@ def int_code(expr: sympy.Expr, python: bool = False) -> str:
         return "*".join([_factor_code(expr.base, python)] * int(expr.exp))
     if isinstance(expr, (sympy.floor, sympy.ceiling)):
         num, den = sympy.fraction(sympy.together(expr.args[0]))
-        return _quotient_code(num, den, isinstance(expr, sympy.ceiling), expr, python)
+        if den == 1:
+            return int_code(num, python)
+        if may_be_negative(num) and not python:
+            if may_be_negative(den):
+                raise CodegenError(f"index expression {expr} divides by a value that may be negative")
+            if isinstance(expr, sympy.ceiling):  # ceiling(a) = -floor(-a)
+                return f"(-{_factor_code(sympy.floor(-expr.args[0]), python)})"
+            # exact once the floored remainder is taken off, so truncation floors too
+            return f"((({int_code(num, python)}) - {_floor_mod_code(num, den)}) // ({int_code(den, python)}))"
+        if isinstance(expr, sympy.ceiling):
+            num = num + den - 1
+        return f"(({int_code(num, python)}) // ({int_code(den, python)}))"
     if isinstance(expr, sympy.Mod):
         a, m = expr.args
         if (may_be_negative(a) or may_be_negative(m)) and not python:
@@ -50,22 +59,6 @@ def int_code(expr: sympy.Expr, python: bool = False) -> str:
     raise CodegenError(
         f"index expression {expr} ({type(expr).__name__}) is not supported by the Triton code generator"
     )
-
-
-def _quotient_code(num: sympy.Expr, den: sympy.Expr, ceiling: bool, expr: sympy.Expr, python: bool) -> str:
-    """floor(num/den) (ceiling where asked) of integer num and den, as `expr` is."""
-    if den == 1:
-        return int_code(num, python)
-    if may_be_negative(num) and not python:
-        if may_be_negative(den):
-            raise CodegenError(f"index expression {expr} divides by a value that may be negative")
-        if ceiling:  # ceiling(a) = -floor(-a)
-            return f"(-{_quotient_code(-num, den, False, expr, python)})"
-        # exact once the floored remainder is taken off, so truncation floors too
-        return f"((({int_code(num, python)}) - {_floor_mod_code(num, den)}) // ({int_code(den, python)}))"
-    if ceiling:
-        num = num + den - 1
-    return f"(({int_code(num, python)}) // ({int_code(den, python)}))"
 
 
 def _floor_mod_code(a: sympy.Expr, m: sympy.Expr) -> str:

@@ -183,14 +183,6 @@ def may_be_negative(expr: sympy.Expr) -> bool:
     return bound is None or bound.is_nonnegative is not True
 
 
-def integer_fraction(expr: sympy.Expr) -> tuple[sympy.Expr, sympy.Expr]:
-    """`expr`, a sum with rational coefficients (`s0/2 + 1/2`, an exact division torch
-    proved), as p/q: p with integer coefficients, q a positive integer. sympy keeps such
-    a sum distributed, so together() does not always combine it."""
-    q = sympy.ilcm(*[sympy.fraction(t.as_coeff_Mul()[0])[1] for t in sympy.Add.make_args(expr)])
-    return sympy.expand(expr * q), sympy.Integer(q)
-
-
 def _floors_at_least(expr: sympy.Expr) -> sympy.Expr | None:
     """A lower bound of `expr` with each floor(p/q) (q a positive integer, p integral)
     taken at its least, (p - q + 1)/q, where it adds with a non-negative coefficient;

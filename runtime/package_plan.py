@@ -32,7 +32,7 @@ from strata.dialects import kernel as kd
 from strata.dialects.prim_attention import ScaledDotProductAttentionOp
 from strata.dialects.prim_data_dependent import DATA_DEPENDENT_OPS
 from strata.dialects.prim_random import RandomSeedOp
-from strata.dialects.types import DTYPES, TensorType, integer_fraction, sym
+from strata.dialects.types import DTYPES, TensorType, sym
 from strata.runtime.compiled_graph import (
     _layout_free,
     _only_viewed_by_library_calls,
@@ -54,9 +54,6 @@ def int_code(expr: Any) -> str:
     if e.is_Symbol:
         return f"env[{e.name!r}]"
     if isinstance(e, sympy.Add):
-        if any(a.is_Rational and not a.is_Integer for a in e.args):  # s0/2 + 1/2: an exact division
-            p, q = integer_fraction(e)
-            return f"_floordiv({int_code(p)}, {int_code(q)})"
         return "(" + " + ".join(int_code(a) for a in e.args) + ")"
     if isinstance(e, sympy.Mul):
         if any((a.is_Rational and not a.is_Integer) or (isinstance(a, sympy.Pow) and a.exp.is_negative) for a in e.args):

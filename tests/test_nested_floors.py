@@ -82,22 +82,3 @@ def test_a_convolution_output_size_is_known_non_negative():
     assert may_be_negative(sym("floor(s53/2 - 3/2) + 1"))  # -1 at s53 = 0
     assert may_be_negative(sym("floor(zf0/2) + 1"))  # a float symbol: no integer floor bound
     int_code(sym("floor(ns0/(floor(s53/2 - 1/2) + 1))"))  # no CodegenError
-
-
-def test_an_exact_division_written_as_a_sum_lowers():
-    """`s0/2 + 1/2` (torch proved (s0 + 1) / 2 exact; sympy keeps the sum distributed)
-    is integer code in both generators and the package's size code."""
-    import llvmlite.ir as ir
-
-    from strata.codegen.llvm_index import lower_index
-    from strata.codegen.triton_index import int_code
-    from strata.runtime.package_plan import int_code as package_code
-    from strata.runtime.package_runner import int_function
-
-    e = sym("s0/2 + 1/2")
-    assert int_code(e) == "((s0 + 1) // (2))"
-    assert [int_function(package_code(e))({"s0": v}) for v in (1, 3, 9)] == [1, 2, 5]
-    fn = ir.Function(ir.Module(), ir.FunctionType(ir.IntType(64), [ir.IntType(64)]), "f")
-    b = ir.IRBuilder(fn.append_basic_block())
-    b.ret(lower_index(b, e, {"s0": fn.args[0]}))
-    assert "udiv" in str(fn)
