@@ -57,6 +57,9 @@ from strata.runtime.collectives import communication_step
 from strata.runtime.data_dependent import data_dependent_step, unbound_result_dims
 
 Step = Callable[[list, dict], None]
+# A GPU workspace this large is released after each call (_keeps_workspace): the views
+# made anew at the next call cost microseconds against the milliseconds its kernels take.
+RELEASED_WORKSPACE_BYTES = 64 << 20
 
 
 def size_fn(dims: Sequence[Dim]) -> Callable[[dict[str, int]], list[int]]:
@@ -494,7 +497,17 @@ class CompiledGraph:
             self._run(regs, env)
             return self._results(regs, env)
         finally:
-            free.append(workspace)
+            if self._keeps_workspace():
+                free.append(workspace)
+
+    def _keeps_workspace(self) -> bool:
+        """Whether a call's workspace is kept for the next call. On a GPU a large one goes
+        back to torch's caching allocator, which hands the memory to the next graph (a
+        training step's backward, while the forward's workspace would otherwise sit
+        idle) and back to this one at its next call for microseconds; one being captured
+        into a CUDA graph stays, as the graph's memory must."""
+        return (self.device.type != "cuda" or self._memory.size < RELEASED_WORKSPACE_BYTES
+                or torch.cuda.is_current_stream_capturing())
 
 
 def eager_result_handling(op: aten.AtenOp) -> tuple[bool, list[bool], list[bool]]:

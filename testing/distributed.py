@@ -188,13 +188,16 @@ def _parallel(mode: str, m, compiled: bool, world: int, device: str):
     if mode.startswith("fsdp"):
         from torch.distributed.fsdp import MixedPrecisionPolicy, fully_shard
 
+        from torch.distributed.device_mesh import init_device_mesh
+
         policy = MixedPrecisionPolicy(param_dtype=torch.bfloat16, reduce_dtype=torch.float32) \
             if mode == "fsdp_mixed" else MixedPrecisionPolicy()
+        mesh = init_device_mesh(device, (world,))  # FSDP's default is the GPU where there is one
         for block in m.blocks:
-            fully_shard(block, mp_policy=policy)
+            fully_shard(block, mesh=mesh, mp_policy=policy)
             if compiled and mode != "fsdp_model":
                 block.compile(backend=make_backend())
-        fully_shard(m, mp_policy=policy)
+        fully_shard(m, mesh=mesh, mp_policy=policy)
         return (strata.compile(m) if compiled and mode == "fsdp_model" else m), plain
     if mode == "tp":
         from torch.distributed.device_mesh import init_device_mesh
