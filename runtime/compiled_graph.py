@@ -48,6 +48,7 @@ from strata.runtime.allocation import contiguous_strides, fast_empty_strided
 from strata.runtime.cpu_linear import onednn_product
 from strata.runtime.layouts import launch_strides, result_format, result_strides
 from strata.runtime.graph_runner import InlineStep, generate_runner
+from strata.runtime import shared_workspace
 from strata.runtime.memory_plan import MemoryPlan, plan_memory
 from strata.runtime.views import ViewCache, reinterpret, view_step_code
 from strata.runtime.random_seeds import draw_seeds_step
@@ -57,9 +58,9 @@ from strata.runtime.collectives import communication_step
 from strata.runtime.data_dependent import data_dependent_step, unbound_result_dims
 
 Step = Callable[[list, dict], None]
-# A GPU workspace this large is released after each call (_keeps_workspace): the views
-# made anew at the next call cost microseconds against the milliseconds its kernels take.
-RELEASED_WORKSPACE_BYTES = 64 << 20
+# GPU workspaces this large share one arena per stream (runtime/shared_workspace.py);
+# smaller ones stay the graph's own.
+SHARED_WORKSPACE_BYTES = 16 << 20
 
 
 def size_fn(dims: Sequence[Dim]) -> Callable[[dict[str, int]], list[int]]:
@@ -145,6 +146,7 @@ class CompiledGraph:
         self._run, self.runner_source = generate_runner(self._plan, f"{len(self._plan)} steps")
         self._memory = self._memory_plan(step_ops)
         self._workspaces: dict[Any, list[list[tuple[int, torch.Tensor]]]] = {}
+        self.shared_views: dict[Any, list[tuple[int, torch.Tensor]]] = {}  # of the stream's arena
         # On CUDA a workspace belongs to one stream: the kernels of two calls on one
         # stream run in order, those of calls on two streams could overlap.
         self._stream = torch.cuda.current_stream if self.device.type == "cuda" else (lambda: None)
@@ -488,8 +490,19 @@ class CompiledGraph:
         if self._memory is None:
             self._run(regs, env)
             return self._results(regs, env)
+        stream = self._stream()
+        if self._shares_workspace():  # the stream's arena, which every graph on it shares
+            shared = shared_workspace.acquire(self, self._memory, self.device, stream)
+            if shared is not None:
+                try:
+                    for slot, t in shared:
+                        regs[slot] = t
+                    self._run(regs, env)
+                    return self._results(regs, env)
+                finally:
+                    shared_workspace.release(self.device, stream)
         # A workspace no other call is using (pop and append are atomic under the GIL).
-        free = self._workspaces.setdefault(self._stream(), [])
+        free = self._workspaces.setdefault(stream, [])
         workspace = free.pop() if free else self._memory.workspace(self.device)
         try:
             for slot, t in workspace:
@@ -497,17 +510,13 @@ class CompiledGraph:
             self._run(regs, env)
             return self._results(regs, env)
         finally:
-            if self._keeps_workspace():
-                free.append(workspace)
+            free.append(workspace)
 
-    def _keeps_workspace(self) -> bool:
-        """Whether a call's workspace is kept for the next call. On a GPU a large one goes
-        back to torch's caching allocator, which hands the memory to the next graph (a
-        training step's backward, while the forward's workspace would otherwise sit
-        idle) and back to this one at its next call for microseconds; one being captured
-        into a CUDA graph stays, as the graph's memory must."""
-        return (self.device.type != "cuda" or self._memory.size < RELEASED_WORKSPACE_BYTES
-                or torch.cuda.is_current_stream_capturing())
+    def _shares_workspace(self) -> bool:
+        """A large GPU workspace is the stream's shared arena (runtime/shared_workspace.py);
+        not while a CUDA graph is being captured, whose memory must be its own."""
+        return (self.device.type == "cuda" and self._memory.size >= SHARED_WORKSPACE_BYTES
+                and not torch.cuda.is_current_stream_capturing())
 
 
 def eager_result_handling(op: aten.AtenOp) -> tuple[bool, list[bool], list[bool]]:

@@ -42,7 +42,10 @@ class MemoryPlan:
 
     def workspace(self, device: torch.device) -> list[tuple[int, torch.Tensor]]:
         """A fresh workspace: (slot, tensor) for each planned value."""
-        arena = torch.empty(max(self.size, 1), dtype=torch.uint8, device=device)
+        return self.views(torch.empty(max(self.size, 1), dtype=torch.uint8, device=device))
+
+    def views(self, arena: torch.Tensor) -> list[tuple[int, torch.Tensor]]:
+        """(slot, tensor) for each planned value, cut from `arena` (at least `size` bytes)."""
         out = []
         for p in self.values:
             n = _numel(p.sizes) * _itemsize(p.dtype)

@@ -4,8 +4,13 @@ import tempfile
 import pytest
 import torch
 
-# Generated kernels go to a fresh cache for each test session.
-os.environ.setdefault("STRATA_CACHE_DIR", tempfile.mkdtemp(prefix="strata-cache-"))
+# Generated kernels go to a fresh cache for each test session, and each pytest-xdist
+# worker has one of its own: a test that expects its first compile to miss the cache
+# must not find what the other worker compiled.
+if os.environ.get("PYTEST_XDIST_WORKER"):
+    os.environ["STRATA_CACHE_DIR"] = tempfile.mkdtemp(prefix=f"strata-cache-{os.environ['PYTEST_XDIST_WORKER']}-")
+else:
+    os.environ.setdefault("STRATA_CACHE_DIR", tempfile.mkdtemp(prefix="strata-cache-"))
 
 
 @pytest.fixture(autouse=True)

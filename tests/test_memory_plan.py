@@ -146,3 +146,30 @@ def test_concurrent_calls_use_their_own_workspace(monkeypatch):
             t.join()
         for i, x in enumerate(xs):
             torch.testing.assert_close(results[i], block(x))
+
+
+def test_graphs_on_one_stream_share_one_arena():
+    """runtime/shared_workspace.py: the arena is as large as the largest plan, each graph
+    keeps its views until the arena grows, and a second holder waits its turn (gets
+    None: a workspace of its own)."""
+    from strata.runtime import shared_workspace
+    from strata.runtime.memory_plan import MemoryPlan, Planned
+
+    class Graph:
+        def __init__(self):
+            self.shared_views = {}
+
+    small = MemoryPlan((Planned(0, (4,), torch.float32, 0),), 64)
+    large = MemoryPlan((Planned(1, (100,), torch.float32, 0),), 512)
+    a, b, device, stream = Graph(), Graph(), torch.device("cpu"), object()
+    first = shared_workspace.acquire(a, small, device, stream)
+    assert shared_workspace.acquire(b, large, device, stream) is None  # in use
+    shared_workspace.release(device, stream)
+    assert shared_workspace.acquire(a, small, device, stream) is first  # its views, kept
+    shared_workspace.release(device, stream)
+    grown = shared_workspace.acquire(b, large, device, stream)
+    shared_workspace.release(device, stream)
+    assert a.shared_views == {}  # the arena grew: the stale views are dropped
+    again = shared_workspace.acquire(a, small, device, stream)
+    shared_workspace.release(device, stream)
+    assert again[0][1].data_ptr() == grown[0][1].data_ptr()  # one arena for both

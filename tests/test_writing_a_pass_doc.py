@@ -311,7 +311,8 @@ def test_the_properties_pass_and_catch_the_mistake(tutorial):
             caught = []
             for name, test in tests.items():
                 if hasattr(test, "hypothesis"):
-                    quick = settings(phases=[Phase.explicit, Phase.reuse, Phase.generate])(test)  # no shrinking
+                    # no shrinking; the same examples on every run (a random draw once missed the mistake)
+                    quick = settings(phases=[Phase.explicit, Phase.generate], derandomize=True, database=None)(test)
                     with pytest.raises(AssertionError, match="changed the program's values") as failure:
                         quick()
                     caught.append(name)
