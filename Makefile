@@ -21,8 +21,10 @@ $(STAMP): pyproject.toml
 demo: setup
 	$(PY) benchmarks/demo.py
 
+# One pytest-xdist worker per core, at most four (the suite took 21 minutes on one core
+# of this 2-core machine, 11 on two).
 test: setup
-	$(PY) -m pytest -q -p no:cacheprovider tests
+	$(PY) -m pytest -q -p no:cacheprovider -n auto --maxprocesses=4 tests
 
 # The full OpInfo sweep in one worker process per core (about an hour on 2 cores):
 # docs/opinfo.md and docs/opinfo.json.

@@ -136,6 +136,9 @@ def compile(model: Callable, backend: Callable, options: dict[str, Any], fullgra
     if not _machinery():
         return None
     fn = model.forward if isinstance(model, torch.nn.Module) else model
+    if not hasattr(getattr(fn, "__func__", fn), "__code__"):  # a builtin (torch.fmax): no Python code to keep
+        log.info("dynamo_cache: %r has no Python code; compiled without the cache", fn)
+        return None
     try:
         key = _key(model, fn, options, fullgraph, dynamic)
         package, loaded = _load(key, fn)

@@ -21,6 +21,7 @@ from xdsl.ir import Attribute, Block, Operation, Region, SSAValue
 
 from strata.dialects import aten, prim
 from strata.dialects.prim_attention import ScaledDotProductAttentionOp
+from strata.dialects.prim_collectives import COMMUNICATION_OPS
 from strata.dialects.prim_attention_training import FUSED_ATTENTION_OPS, SdpaBackwardOp, SdpaForwardOp
 from strata.dialects import kernel as kd
 from strata.dialects.types import COMPLEX_DTYPES, DTYPES, Dim, TensorType, is_float, scalar_type, sym
@@ -259,11 +260,41 @@ def _zoo_prim_op(draw, palette: Palette, block: Block, cls: type[Operation]) -> 
             return SdpaForwardOp(q, k, v, mask, lse, *flags)
         out = arg(TensorType([bb, heads, q_len, ev], "bf16"))
         return SdpaBackwardOp(arg(TensorType([bb, heads, q_len, ev], "bf16")), q, k, v, mask, out, arg(lse), *flags)
+    if cls in COMMUNICATION_OPS:
+        return _zoo_collective(draw, cls, arg)
     from strata.testing.op_zoo_extra import ZOO_EXTRA_OPS, zoo_extra_op
 
     if cls in ZOO_EXTRA_OPS:
         return zoo_extra_op(draw, cls, arg, zoo_dims)
     raise GeneratorError(f"the zoo does not know {cls.name}: add it to _zoo_prim_op in testing/op_zoo.py")
+
+
+def _zoo_collective(draw, cls, arg) -> Operation:
+    """A collective over a group of two ranks (named "0"), or its wait."""
+    from strata.dialects import prim_collectives as pc
+
+    rows = 2 * draw(st.integers(1, 3))
+    t = TensorType([rows, draw(zoo_dims())], draw(st.sampled_from(["f32", "bf16", "i64"])))
+    reduce = draw(st.sampled_from(["sum", "max", "avg"]))
+    if cls is pc.WaitOp:
+        return cls(arg(t))
+    if cls is pc.AllReduceOp:
+        return cls(arg(t), reduce, "0")
+    if cls is pc.AllGatherOp:
+        return cls(arg(t), 2, "0")
+    if cls is pc.ReduceScatterOp:
+        return cls(arg(t), reduce, 2, "0")
+    if cls is pc.AllToAllOp:
+        splits = [rows // 2, rows // 2] if draw(st.booleans()) else None
+        return cls(arg(t), splits, splits, "0")
+    if cls is pc.BroadcastOp:
+        return cls(arg(t), draw(st.integers(0, 1)), "0")
+    xs = [arg(t), arg(t.with_dims([rows, 3]))]
+    if cls is pc.AllReduceCoalescedOp:
+        return cls(xs, reduce, "0")
+    if cls is pc.AllGatherCoalescedOp:
+        return cls(xs, 2, "0")
+    return cls(xs, reduce, 2, "0")
 
 
 def _zoo_library_op(draw, cls, arg) -> Operation:
