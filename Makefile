@@ -21,8 +21,8 @@ $(STAMP): pyproject.toml
 demo: setup
 	$(PY) benchmarks/demo.py
 
-# One pytest-xdist worker per core, at most four (the suite took 21 minutes on one core
-# of this 2-core machine, 11 on two).
+# One pytest-xdist worker per core, at most four (the suite took 21 minutes in one process
+# on this 2-core machine, 11 in two).
 test: setup
 	$(PY) -m pytest -q -p no:cacheprovider -n auto --maxprocesses=4 tests
 
