@@ -173,9 +173,7 @@ def decode(attr: Attribute, kind: str, bindings: dict[str, int] | None = None) -
         if base in ("str", "Any"):
             return attr.data
         if bindings is not None and base in ("Scalar", "float"):
-            from strata.runtime.data_dependent import scalar_value  # a float item() may be in it
-
-            return scalar_value(sym(attr.data), bindings)
+            return scalar_value(sym(attr.data), bindings)  # a float item() may be in it
         return concrete([sym(attr.data)], bindings)[0] if bindings is not None else sym(attr.data)
     if isinstance(attr, IntegerAttr):
         v = attr.value.data
@@ -183,6 +181,21 @@ def decode(attr: Attribute, kind: str, bindings: dict[str, int] | None = None) -
     if isinstance(attr, FloatAttr):
         return attr.value.data
     raise ValueError(f"cannot decode {attr} as {kind}")
+
+
+def scalar_value(expr: sympy.Expr, bindings: dict) -> int | float | bool:
+    """A symbolic Scalar argument's value under the bindings: an int for sizes, a float
+    where a float item() value takes part (an eager fallback's fill value `2*s + 1`)."""
+    missing = sorted(s.name for s in expr.free_symbols if s.name not in bindings)
+    if missing:
+        raise ValueError(f"no value bound for symbol(s) {', '.join(missing)}")
+    floats = any(isinstance(bindings[s.name], float) for s in expr.free_symbols)
+    value = expr.xreplace({s: sympy.sympify(bindings[s.name]) for s in expr.free_symbols})
+    if value.is_Boolean:
+        return bool(value)
+    # A float of sizes (a softmax scale 1/sqrt(E) of a symbolic E) is a float too.
+    return float(value) if floats or (value.is_number and not value.is_Integer) else int(value)
+
 
 
 # ---------------------------------------------------------------- the op classes

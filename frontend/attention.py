@@ -21,22 +21,7 @@ import torch
 import torch.fx
 from torch.nn import functional as F
 
-
-@torch.library.custom_op("strata::sdpa", mutates_args=())
-def sdpa(
-    q: torch.Tensor,
-    k: torch.Tensor,
-    v: torch.Tensor,
-    attn_mask: torch.Tensor | None = None,
-    is_causal: bool = False,
-    scale: float | None = None,
-) -> torch.Tensor:
-    return F.scaled_dot_product_attention(q, k, v, attn_mask=attn_mask, is_causal=is_causal, scale=scale).contiguous()
-
-
-@sdpa.register_fake
-def _(q, k, v, attn_mask=None, is_causal=False, scale=None):
-    return q.new_empty((*q.shape[:-1], v.shape[-1]))
+from strata.dialects.strata_ops import sdpa  # noqa: F401  (registers strata::sdpa, which the rewrite calls)
 
 
 # The torch-level calls a Dynamo graph holds, and the ATen op an exported program holds.

@@ -24,7 +24,8 @@ from typing import Any
 import torch
 import torch.fx
 
-from strata.dialects.prim_attention_training import CPU_OR_CUDA_BACKENDS, fused_backward, fused_forward, fused_forward_meta
+from strata.dialects.prim_attention_training import CPU_OR_CUDA_BACKENDS
+from strata.dialects.strata_ops import sdpa_backward, sdpa_forward  # noqa: F401  (the ops the rewrite calls)
 from strata.frontend.attention import (
     _autocast_dtypes,
     _calls,
@@ -110,64 +111,3 @@ def _real_like(t: torch.Tensor) -> torch.Tensor:
         sizes[0] = 1
     real = torch.empty_strided(sizes, hint(t.stride()), dtype=t.dtype, device=t.device)
     return real.requires_grad_(t.requires_grad)
-
-
-@torch.library.custom_op("strata::sdpa_forward", mutates_args=())
-def sdpa_forward(
-    q: torch.Tensor,
-    k: torch.Tensor,
-    v: torch.Tensor,
-    attn_mask: torch.Tensor | None,
-    is_causal: bool,
-    scale: float | None,
-    backend: int,
-) -> tuple[torch.Tensor, torch.Tensor]:
-    out, lse = fused_forward(q, k, v, attn_mask, is_causal, scale, backend)
-    return out, lse
-
-
-@sdpa_forward.register_fake
-def _(q, k, v, attn_mask, is_causal, scale, backend):
-    # What attention requires of the sizes, stated so that symbolic ones are known
-    # equal (an empty batch traces no op that would relate them).
-    for a, b in ((q.shape[:2], k.shape[:2]), (k.shape[:3], v.shape[:3]), (q.shape[3:], k.shape[3:])):
-        for x, y in zip(a, b):
-            torch._check(x == y)
-    return fused_forward_meta(q, k, v, attn_mask, is_causal, scale, backend)
-
-
-@torch.library.custom_op("strata::sdpa_backward", mutates_args=())
-def sdpa_backward(
-    grad: torch.Tensor,
-    q: torch.Tensor,
-    k: torch.Tensor,
-    v: torch.Tensor,
-    attn_mask: torch.Tensor | None,
-    out: torch.Tensor,
-    lse: torch.Tensor,
-    is_causal: bool,
-    scale: float | None,
-    backend: int,
-) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
-    dq, dk, dv = fused_backward(grad, q, k, v, attn_mask, out, lse, is_causal, scale, backend)
-    return dq, dk, dv
-
-
-@sdpa_backward.register_fake
-def _(grad, q, k, v, attn_mask, out, lse, is_causal, scale, backend):
-    return torch.empty_like(q), torch.empty_like(k), torch.empty_like(v)
-
-
-def _setup_context(ctx, inputs, output) -> None:
-    q, k, v, mask, is_causal, scale, backend = inputs
-    ctx.save_for_backward(q, k, v, mask, *output)
-    ctx.flags = (is_causal, scale, backend)
-
-
-def _gradient(ctx, grad_out, grad_lse):
-    q, k, v, mask, out, lse = ctx.saved_tensors
-    dq, dk, dv = sdpa_backward(grad_out, q, k, v, mask, out, lse, *ctx.flags)
-    return dq, dk, dv, None, None, None, None
-
-
-sdpa_forward.register_autograd(_gradient, setup_context=_setup_context)

@@ -19,7 +19,8 @@ import torch
 import torch.fx
 from xdsl.dialects.builtin import IntegerAttr, i64
 
-STORAGE_OFFSET = "strata.storage_offset"
+from strata.dialects.attributes import STORAGE_OFFSET
+
 _AS_STRIDED = (torch.ops.aten.as_strided.default, torch.ops.aten.as_strided_copy.default)
 
 

@@ -29,11 +29,8 @@ from strata.passes.fusion.bias import add_biases_in_kernels
 from strata.passes.fusion.checked_indices import unchecked_indices
 from strata.passes.fusion.decisions import domain_text, info_enabled, log
 from strata.passes.fusion.indexing import contiguous_strides
+from strata.dialects.attributes import CHANNELS_LAST, LAYOUT_ATTR, RESULT_STRIDES_ATTR, STRIDES_ATTR
 from strata.passes.fusion.layouts import (
-    CHANNELS_LAST,
-    LAYOUT_ATTR,
-    RESULT_STRIDES_ATTR,
-    STRIDES_ATTR,
     choose_layouts,
     copy_convolution_inputs,
     eager_result_strides,

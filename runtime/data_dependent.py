@@ -89,20 +89,6 @@ def unbound_result_dims(op: Operation, bound: set[str]) -> list[tuple[int, int, 
     return out
 
 
-def scalar_value(expr: sympy.Expr, bindings: dict) -> int | float | bool:
-    """A symbolic Scalar argument's value under the bindings: an int for sizes, a float
-    where a float item() value takes part (an eager fallback's fill value `2*s + 1`)."""
-    missing = sorted(s.name for s in expr.free_symbols if s.name not in bindings)
-    if missing:
-        raise ValueError(f"no value bound for symbol(s) {', '.join(missing)}")
-    floats = any(isinstance(bindings[s.name], float) for s in expr.free_symbols)
-    value = expr.xreplace({s: sympy.sympify(bindings[s.name]) for s in expr.free_symbols})
-    if value.is_Boolean:
-        return bool(value)
-    # A float of sizes (a softmax scale 1/sqrt(E) of a symbolic E) is a float too.
-    return float(value) if floats or (value.is_number and not value.is_Integer) else int(value)
-
-
 def reads_data_on_host(module: Operation) -> bool:
     """Whether the kernel-level module runs a data-dependent op (dialects/
     prim_data_dependent.py) or binds a size from an eager op's result."""

@@ -1,4 +1,4 @@
-"""The buffer layouts a fused program asks for (passes/fusion/layouts.py), as the
+"""The buffer layouts a fused program asks for (passes/fusion/layouts.py writes them), as the
 runtime and the interpreters apply them: the strides of a launch's outputs, the
 memory format of a library op's result, and the strides eager gives the graph's
 results (passes/fusion/layouts.py)."""
@@ -12,7 +12,7 @@ from xdsl.dialects.builtin import ArrayAttr, StringAttr
 from xdsl.ir import Operation
 
 from strata.dialects import prim
-from strata.passes.fusion.layouts import CHANNELS_LAST, LAYOUT_ATTR, RESULT_STRIDES_ATTR, STRIDES_ATTR
+from strata.dialects.attributes import CHANNELS_LAST, LAYOUT_ATTR, RESULT_STRIDES_ATTR, STRIDES_ATTR
 
 
 def launch_strides(op: Operation) -> list[Sequence | None]:

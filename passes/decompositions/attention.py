@@ -1,15 +1,14 @@
-"""strata::sdpa (frontend/attention.py) → prim.sdpa, and strata::sdpa_forward/backward
-(frontend/attention_training.py) → prim.sdpa_forward/backward: library calls."""
+"""strata::sdpa → prim.sdpa, and strata::sdpa_forward/backward → prim.sdpa_forward/backward
+(dialects/strata_ops.py; frontend/attention*.py write them): library calls."""
 
 from __future__ import annotations
 
 from xdsl.ir import SSAValue
 
 from strata.dialects.aten import AtenOp
-from strata.frontend import attention as _registers_strata_sdpa  # noqa: F401  (the op's schema)
+from strata.dialects import strata_ops as _registers_strata_ops  # noqa: F401  (the ops' schemas)
 from strata.dialects.prim_attention import ScaledDotProductAttentionOp
 from strata.dialects.prim_attention_training import SdpaBackwardOp, SdpaForwardOp
-from strata.frontend import attention_training as _registers_training_ops  # noqa: F401  (their schemas)
 from strata.passes.decompositions.builder import Decline, PrimBuilder, tensor_of
 from strata.passes.decompositions.rules import decomposes
 

@@ -24,7 +24,7 @@ from strata.dialects.aten import AtenOp
 from strata.dialects.prim import dims_of
 from strata.dialects.prim_indexing import ScatterOp
 from strata.dialects.types import Dim, numel, sym
-from strata.frontend.storage_offsets import STORAGE_OFFSET
+from strata.dialects.attributes import STORAGE_OFFSET
 from strata.passes.decompositions.builder import Decline, PrimBuilder, tensor_of, wrap_dim
 from strata.passes.decompositions.indexing import clamp_index, positions, read_at, take
 from strata.passes.decompositions.rules import decomposes

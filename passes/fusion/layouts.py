@@ -41,12 +41,10 @@ from xdsl.ir import BlockArgument, Operation, SSAValue
 from xdsl.rewriter import InsertPoint, Rewriter
 
 from strata.dialects import prim
+from strata.dialects.attributes import STRIDES_ATTR
 from strata.dialects.types import Dim, TensorType, sym
 from strata.passes.fusion.plan import Plan, view_root
 
-CHANNELS_LAST = "channels_last"
-LAYOUT_ATTR = "strata.layout"
-STRIDES_ATTR = "strata.strides"
 
 
 def channels_last_strides(dims: Sequence[Dim]) -> tuple[Dim, ...]:
@@ -133,10 +131,6 @@ def choose_layouts(
     return layouts
 
 
-# On a kernel.program: for each result, the strides eager gives it where they are a
-# dense layout other than row-major, else [] (the runtime copies a result that comes
-# out otherwise into them: runtime/compiled_graph.py).
-RESULT_STRIDES_ATTR = "strata.result_strides"
 
 
 def eager_result_strides(fn: func.FuncOp, outputs: list[SSAValue]) -> list[tuple[Dim, ...] | None]:
