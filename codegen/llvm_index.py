@@ -25,6 +25,7 @@ from strata.codegen.errors import CodegenError
 from strata.codegen.llvm_dtypes import I64
 from strata.codegen.llvm_lanes import const_like, unify
 from strata.dialects.types import may_be_negative
+from strata.runtime.index_values import exact_fraction, sum_divides
 
 NSW = ("nsw",)
 
@@ -35,6 +36,10 @@ def lower_index(b: ir.IRBuilder, expr: sympy.Expr, env: Mapping[str, ir.Value]) 
         return ir.Constant(I64, int(expr))
     if expr.is_Symbol:
         return env[expr.name]
+    if sum_divides(expr):  # an exact division spread over a sum (x0*(s + 1)/2): one quotient
+        p, q = exact_fraction(expr)
+        n, d = unify(b, [lower_index(b, p, env), lower_index(b, q, env)])
+        return _floor_div(b, n, d) if may_be_negative(p) or may_be_negative(q) else b.udiv(n, d)
     if isinstance(expr, sympy.Add):
         return reduce(lambda x, y: b.add(x, y, flags=NSW), _lower_all(b, expr.args, env))
     if isinstance(expr, sympy.Mul):
@@ -71,7 +76,7 @@ def lower_index(b: ir.IRBuilder, expr: sympy.Expr, env: Mapping[str, ir.Value]) 
 
 def _signed_fraction(expr: sympy.Expr) -> bool:
     """Whether the fraction p/q that `expr` is may have a negative p or q."""
-    return any(may_be_negative(part) for part in sympy.fraction(sympy.together(expr)))
+    return any(may_be_negative(part) for part in exact_fraction(expr))
 
 
 def _floor_div(b: ir.IRBuilder, n: ir.Value, d: ir.Value) -> ir.Value:
@@ -98,6 +103,6 @@ def _lower_all(b: ir.IRBuilder, exprs: tuple[sympy.Expr, ...], env: Mapping[str,
 
 def _fraction(b: ir.IRBuilder, expr: sympy.Expr, env: Mapping[str, ir.Value]) -> tuple[ir.Value, ir.Value]:
     """`expr` (e.g. s0/3 + x0/6) as integer numerator and denominator ((2*s0 + x0, 6))."""
-    numerator, denominator = sympy.fraction(sympy.together(expr))
+    numerator, denominator = exact_fraction(expr)
     n, d = unify(b, [lower_index(b, numerator, env), lower_index(b, denominator, env)])
     return n, d

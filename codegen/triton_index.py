@@ -14,6 +14,7 @@ import sympy
 
 from strata.codegen.errors import CodegenError
 from strata.dialects.types import may_be_negative
+from strata.runtime.index_values import exact_fraction, sum_divides
 
 INT32_LIMIT = 2**31
 
@@ -24,6 +25,8 @@ def int_code(expr: sympy.Expr, python: bool = False) -> str:
         return str(int(expr))
     if expr.is_Symbol:
         return expr.name
+    if sum_divides(expr):  # an exact division spread over a sum (x0*(s + 1)/2): one quotient
+        return _quotient_code(*exact_fraction(expr), False, expr, python)
     if isinstance(expr, sympy.Add):
         return _sum_code(expr, python)
     if isinstance(expr, sympy.Mul):
@@ -33,19 +36,8 @@ def int_code(expr: sympy.Expr, python: bool = False) -> str:
     if isinstance(expr, sympy.Pow) and expr.exp.is_Integer and expr.exp > 0:
         return "*".join([_factor_code(expr.base, python)] * int(expr.exp))
     if isinstance(expr, (sympy.floor, sympy.ceiling)):
-        num, den = sympy.fraction(sympy.together(expr.args[0]))
-        if den == 1:
-            return int_code(num, python)
-        if may_be_negative(num) and not python:
-            if may_be_negative(den):
-                raise CodegenError(f"index expression {expr} divides by a value that may be negative")
-            if isinstance(expr, sympy.ceiling):  # ceiling(a) = -floor(-a)
-                return f"(-{_factor_code(sympy.floor(-expr.args[0]), python)})"
-            # exact once the floored remainder is taken off, so truncation floors too
-            return f"((({int_code(num, python)}) - {_floor_mod_code(num, den)}) // ({int_code(den, python)}))"
-        if isinstance(expr, sympy.ceiling):
-            num = num + den - 1
-        return f"(({int_code(num, python)}) // ({int_code(den, python)}))"
+        num, den = exact_fraction(expr.args[0])
+        return _quotient_code(num, den, isinstance(expr, sympy.ceiling), expr, python)
     if isinstance(expr, sympy.Mod):
         a, m = expr.args
         if (may_be_negative(a) or may_be_negative(m)) and not python:
@@ -59,6 +51,22 @@ def int_code(expr: sympy.Expr, python: bool = False) -> str:
     raise CodegenError(
         f"index expression {expr} ({type(expr).__name__}) is not supported by the Triton code generator"
     )
+
+
+def _quotient_code(num: sympy.Expr, den: sympy.Expr, ceiling: bool, expr: sympy.Expr, python: bool) -> str:
+    """floor(num/den) (ceiling where asked) of integer polynomials num and den, as `expr` is."""
+    if den == 1:
+        return int_code(num, python)
+    if may_be_negative(num) and not python:
+        if may_be_negative(den):
+            raise CodegenError(f"index expression {expr} divides by a value that may be negative")
+        if ceiling:  # ceiling(a) = -floor(-a)
+            return f"(-{_quotient_code(-num, den, False, expr, python)})"
+        # exact once the floored remainder is taken off, so truncation floors too
+        return f"((({int_code(num, python)}) - {_floor_mod_code(num, den)}) // ({int_code(den, python)}))"
+    if ceiling:
+        num = num + den - 1
+    return f"(({int_code(num, python)}) // ({int_code(den, python)}))"
 
 
 def _floor_mod_code(a: sympy.Expr, m: sympy.Expr) -> str:

@@ -24,6 +24,8 @@ def evaluate(expr: sympy.Expr, env: dict[str, Any]) -> Any:
         return int(expr)
     if expr.is_Symbol:
         return env[expr.name]
+    if sum_divides(expr):  # an exact division spread over a sum: one quotient of the whole
+        return _floor(expr, env)
     if isinstance(expr, sympy.Add):
         return reduce(lambda a, b: a + b, (evaluate(a, env) for a in expr.args))
     if isinstance(expr, sympy.Mul):
@@ -55,9 +57,34 @@ def _is_reciprocal(e: sympy.Expr) -> bool:
     return (e.is_Rational and not e.is_Integer) or (isinstance(e, sympy.Pow) and e.exp.is_negative)
 
 
+def divides(term: sympy.Expr) -> bool:
+    """Whether a term of a sum divides: a coefficient that is no integer (`s53*x0/2`) or
+    a negative power (`s0/s1`)."""
+    return any((f.is_Rational and not f.is_Integer) or (isinstance(f, sympy.Pow) and f.exp.is_negative)
+               for f in sympy.Mul.make_args(term))
+
+
+def sum_divides(expr: sympy.Expr) -> bool:
+    """Whether `expr` is a sum with a term that divides. torch writes a division it
+    proved exact so, spread over the sum (x0*(s53 + 1)/2 as s53*x0/2 + x0/2): only the
+    whole sum is an integer, so it is evaluated whole, as one quotient, never term by
+    term (each term floored alone loses the halves that make up the whole)."""
+    return isinstance(expr, sympy.Add) and any(divides(t) for t in expr.args)
+
+
+def exact_fraction(expr: sympy.Expr) -> tuple[sympy.Expr, sympy.Expr]:
+    """`expr` as p/q, p and q polynomials of integer coefficients (q a positive integer
+    where the divisions are by numbers)."""
+    p, q = sympy.fraction(sympy.together(expr))
+    if q == 1 and sum_divides(expr):  # together() left the sum spread out
+        q = sympy.ilcm(*[sympy.fraction(t.as_coeff_Mul()[0])[1] for t in sympy.Add.make_args(expr)])
+        p = expr * q
+    return sympy.expand(p), sympy.expand(q)
+
+
 def _floor(expr: sympy.Expr, env: dict[str, Any]) -> Any:
     """floor(expr), as p // q with p/q = expr over one denominator."""
-    p, q = sympy.fraction(sympy.together(expr))
+    p, q = exact_fraction(expr)
     num, den = evaluate(sympy.expand(p), env), evaluate(sympy.expand(q), env)
     if isinstance(den, int) and den == 0 or isinstance(den, torch.Tensor) and bool((den == 0).any()):
         # a size of 0 makes the domain empty: no point reads this index

@@ -41,6 +41,7 @@ from strata.runtime.compiled_graph import (
 )
 from strata.runtime.cpu_linear import onednn_product
 from strata.runtime.data_dependent import unbound_result_dims
+from strata.runtime.index_values import exact_fraction, sum_divides
 from strata.runtime.layouts import launch_strides, result_format
 from strata.runtime.package_format import PackagingError
 
@@ -53,6 +54,8 @@ def int_code(expr: Any) -> str:
         return str(int(e))
     if e.is_Symbol:
         return f"env[{e.name!r}]"
+    if sum_divides(e):  # an exact division spread over a sum (x0*(s + 1)/2): one quotient
+        return _floor_code(e)
     if isinstance(e, sympy.Add):
         return "(" + " + ".join(int_code(a) for a in e.args) + ")"
     if isinstance(e, sympy.Mul):
@@ -76,8 +79,8 @@ def int_code(expr: Any) -> str:
 
 
 def _floor_code(e: sympy.Expr) -> str:
-    p, q = sympy.fraction(sympy.together(e))
-    return f"_floordiv({int_code(sympy.expand(p))}, {int_code(sympy.expand(q))})"
+    p, q = exact_fraction(e)
+    return f"_floordiv({int_code(p)}, {int_code(q)})"
 
 
 def dims_code(dims: Sequence[Any]) -> list[str]:

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import warnings
 
+import pytest
 import sympy
 import torch
 from hypothesis import given, settings
@@ -82,3 +83,52 @@ def test_a_convolution_output_size_is_known_non_negative():
     assert may_be_negative(sym("floor(s53/2 - 3/2) + 1"))  # -1 at s53 = 0
     assert may_be_negative(sym("floor(zf0/2) + 1"))  # a float symbol: no integer floor bound
     int_code(sym("floor(ns0/(floor(s53/2 - 1/2) + 1))"))  # no CodegenError
+
+
+# torch (2.11) writes a division it proved exact spread over a sum: max_pool2d's output
+# height (s53 + 1)/2 for an odd s53, and an index into it, x0*(s53 + 1)/2*(w + 1) + ...,
+# as the sum below. Only the whole sum is an integer; floored term by term it lost the
+# halves (max_pool2d(x, 3, 2, 1, return_indices=True) under dynamic=True: wrong values).
+_SPREAD = [
+    ("s53*x0*floor(s0/2 - 1/2)/2 + s53*x0/2 + x0*floor(s0/2 - 1/2)/2 + x0/2 + x1*floor(s0/2 - 1/2) + x1 + x2",
+     {"s53": (9, 23), "s0": (12, 7)}),
+    ("s0/2 + 1/2", {"s0": (1, 9)}),
+    ("s0*x0/4 + x0/4 + x1", {"s0": (3, 11)}),
+]
+
+
+@pytest.mark.parametrize("text, sizes", _SPREAD)
+def test_an_exact_division_spread_over_a_sum_is_evaluated_whole(text, sizes):
+    import itertools
+
+    import llvmlite.binding as llvm
+    import llvmlite.ir as ir
+
+    from strata.codegen import llvm_jit
+    from strata.codegen.llvm_index import lower_index
+    from strata.codegen.triton_index import int_code
+    from strata.runtime.index_values import evaluate
+    from strata.runtime.package_plan import int_code as package_code
+    from strata.runtime.package_runner import int_function
+
+    e = sym(text)
+    names = sorted(s.name for s in e.free_symbols)
+    fn = ir.Function(ir.Module(), ir.FunctionType(ir.IntType(64), [ir.IntType(64)] * len(names)), "index")
+    b = ir.IRBuilder(fn.append_basic_block())
+    b.ret(lower_index(b, e, dict(zip(names, fn.args))))
+    llvm_jit.initialize()
+    engine = llvm.create_mcjit_compiler(llvm.parse_assembly(str(fn.module)), llvm_jit._target_machine())
+    engine.finalize_object()
+    import ctypes
+
+    compiled = ctypes.CFUNCTYPE(ctypes.c_int64, *[ctypes.c_int64] * len(names))(engine.get_function_address("index"))
+    triton_code, package = int_code(e), int_function(package_code(e))
+    loops = {n: range(4) for n in names if n not in sizes}
+    for values in itertools.product(*[sizes.get(n, loops.get(n)) for n in names]):
+        env = dict(zip(names, values))
+        exact = e.subs({sym(k): v for k, v in env.items()})
+        assert exact.is_Integer, (text, env)
+        assert evaluate(e, env) == exact, ("evaluator", env)
+        assert eval(triton_code, {}, env) == exact, ("triton", env)  # noqa: S307 (generated integer code)
+        assert package(env) == exact, ("package", env)
+        assert compiled(*values) == exact, ("llvm", env)
