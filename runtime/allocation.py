@@ -29,3 +29,12 @@ def fast_empty_strided(device: torch.device) -> Allocator:
     if device.type == "cuda" and direct is not None and torch.cuda.device_count() == 1 and device.index in (None, 0):
         return direct
     return lambda sizes, strides, dtype: torch.empty_strided(sizes, strides, dtype=dtype, device=device)
+
+
+def relayout(x: torch.Tensor, sizes: Sequence[int], strides: Sequence[int]) -> torch.Tensor:
+    """x as is if its strides are `strides` (dims of size 1 aside), else a copy so laid out."""
+    if all(st == s or n == 1 for st, s, n in zip(x.stride(), strides, sizes)):
+        return x
+    out = torch.empty_strided(sizes, strides, dtype=x.dtype, device=x.device)
+    out.copy_(x)
+    return out

@@ -44,7 +44,7 @@ from strata.dialects.prim_convolution_backward import CONVOLUTION_BACKWARD_OPS
 from strata.dialects.prim_random import RandomSeedOp
 from strata.dialects.types import DTYPES, Dim, TensorType, bound_symbols, sym
 from strata.runtime.convolution_backward import convolution_backward_step
-from strata.runtime.allocation import contiguous_strides, fast_empty_strided
+from strata.runtime.allocation import contiguous_strides, fast_empty_strided, relayout
 from strata.runtime.cpu_linear import onednn_product
 from strata.runtime.layouts import launch_strides, result_format, result_strides
 from strata.runtime.graph_runner import InlineStep, generate_runner
@@ -471,8 +471,8 @@ class CompiledGraph:
         return [(self._slot(v), _layout_check(v.type, strides)) for v, strides in relayout_results(self.program, self.results)]
 
     def _results(self, regs: list, env: dict) -> list[Any]:
-        for slot, relayout in self._relayouts:
-            regs[slot] = relayout(regs[slot], env)
+        for slot, into_eager_layout in self._relayouts:
+            regs[slot] = into_eager_layout(regs[slot], env)
         return [regs[i] for i in self._result_slots]
 
     # ------------------------------------------------------------ calls
@@ -641,13 +641,6 @@ def _layout_check(t: TensorType, strides: Sequence[Dim]) -> Callable[[torch.Tens
     aside), else a copy laid out so."""
     sizes_of, strides_of = size_fn(t.dims), size_fn(strides)
     static_sizes, static_strides = _static(t.dims), _static(strides)
-
-    def relayout(x: torch.Tensor, sizes: list[int], want: list[int]) -> torch.Tensor:
-        if all(st == s or n == 1 for st, s, n in zip(x.stride(), want, sizes)):
-            return x
-        out = torch.empty_strided(sizes, want, dtype=x.dtype, device=x.device)
-        out.copy_(x)
-        return out
 
     if static_sizes is not None and static_strides is not None:
         exact = tuple(static_strides)

@@ -17,7 +17,8 @@ from typing import Any
 import torch
 
 from strata.runtime.package_format import Package, PackageError
-from strata.runtime.package_runner import PackagedProgram, _relayout, dtype_of, int_function, ints_function, value_of
+from strata.runtime.allocation import relayout
+from strata.runtime.package_runner import PackagedProgram, dtype_of, int_function, ints_function, value_of
 
 
 def load_package(path: str | os.PathLike | bytes, device: str | torch.device | None = None) -> LoadedPackage:
@@ -80,7 +81,7 @@ class LoadedPackage:
             if a.get("weight") == name:
                 layout = self.package.program["arguments"][j]
                 if "strides" in layout:
-                    return _relayout(t, ints_function(layout["sizes"])({}), ints_function(layout["strides"])({}))
+                    return relayout(t, ints_function(layout["sizes"])({}), ints_function(layout["strides"])({}))
         return t
 
     def _read_weight(self, spec: dict) -> torch.Tensor:

@@ -15,6 +15,7 @@ from typing import Any
 
 import torch
 
+from strata.runtime.allocation import relayout
 from strata.runtime.graph_runner import generate_runner
 from strata.runtime.package_format import PackageError
 
@@ -92,7 +93,7 @@ class PackagedProgram:
             regs[enter.slot] = enter.place(a, env)
         self._run(regs, env)
         for slot, sizes, strides in self._relayouts:
-            regs[slot] = _relayout(regs[slot], sizes(env), strides(env))
+            regs[slot] = relayout(regs[slot], sizes(env), strides(env))
         return [regs[i] for i in self._results]
 
     # ------------------------------------------------------------ arguments
@@ -114,7 +115,7 @@ class PackagedProgram:
             for k, name in binds:
                 env.setdefault(name, int(shape[k]))
 
-        return _Entry(slot, bind, lambda x, env: _relayout(x, sizes(env), strides(env)))
+        return _Entry(slot, bind, lambda x, env: relayout(x, sizes(env), strides(env)))
 
     # ------------------------------------------------------------ steps
     def _step(self, s: dict, kernels: dict[str, Kernel]):
@@ -183,15 +184,6 @@ class _Entry:
 
     def __call__(self, x: Any, env: dict) -> None:
         self.bind(x, env)
-
-
-def _relayout(x: torch.Tensor, sizes: list[int], strides: list[int]) -> torch.Tensor:
-    """x as is if laid out as wanted (dims of size 1 aside), else a copy so laid out."""
-    if all(st == s or n == 1 for st, s, n in zip(x.stride(), strides, sizes)):
-        return x
-    out = torch.empty_strided(sizes, strides, dtype=x.dtype, device=x.device)
-    out.copy_(x)
-    return out
 
 
 def _overload(qualified: str):

@@ -133,6 +133,15 @@ class PrimBuilder:
         return tensor_of(self.op.results[i])
 
     # ------------------------------------------------------------ building
+    def add_checked(self, op: Operation) -> list[SSAValue]:
+        """All of op's results, declined where their types are not the ones torch traced
+        (a library call's shape rule disagreeing with torch's meta function)."""
+        for i, r in enumerate(op.results):
+            if not prim.types_match(r.type, self.out(i)):
+                raise Decline(f"{op.name} gives {r.type} where the aten op declares {self.out(i)}")
+        self.add(op)
+        return list(op.results)
+
     def add(self, op: Operation) -> SSAValue:
         if self._source is not None:
             op.attributes["strata.source"] = self._source

@@ -10,7 +10,6 @@ from collections.abc import Sequence
 from xdsl.ir import SSAValue
 
 from strata.dialects.aten import AtenOp
-from strata.dialects.prim import types_match
 from strata.dialects.prim_collectives import (
     AllGatherCoalescedOp,
     AllGatherOp,
@@ -22,61 +21,52 @@ from strata.dialects.prim_collectives import (
     ReduceScatterOp,
     WaitOp,
 )
-from strata.passes.decompositions.builder import Decline, PrimBuilder
+from strata.passes.decompositions.builder import PrimBuilder
 from strata.passes.decompositions.rules import decomposes
-
-
-def _checked(b: PrimBuilder, op) -> list[SSAValue]:
-    """The op's results, declined where its shape rule disagrees with torch's types."""
-    for i, r in enumerate(op.results):
-        if not types_match(r.type, b.out(i)):
-            raise Decline(f"{op.name} gives {r.type} where torch traced {b.out(i)}")
-    b.add(op)
-    return list(op.results)
 
 
 @decomposes("_c10d_functional::all_reduce")
 def all_reduce(op: AtenOp, b: PrimBuilder) -> Sequence[SSAValue]:
-    return _checked(b, AllReduceOp(b.arg("input"), b.arg("reduce_op"), b.arg("group_name")))
+    return b.add_checked(AllReduceOp(b.arg("input"), b.arg("reduce_op"), b.arg("group_name")))
 
 
 @decomposes("_c10d_functional::all_gather_into_tensor")
 def all_gather(op: AtenOp, b: PrimBuilder) -> Sequence[SSAValue]:
-    return _checked(b, AllGatherOp(b.arg("input"), int(b.arg("group_size")), b.arg("group_name")))
+    return b.add_checked(AllGatherOp(b.arg("input"), int(b.arg("group_size")), b.arg("group_name")))
 
 
 @decomposes("_c10d_functional::reduce_scatter_tensor")
 def reduce_scatter(op: AtenOp, b: PrimBuilder) -> Sequence[SSAValue]:
-    return _checked(b, ReduceScatterOp(b.arg("input"), b.arg("reduce_op"), int(b.arg("group_size")), b.arg("group_name")))
+    return b.add_checked(ReduceScatterOp(b.arg("input"), b.arg("reduce_op"), int(b.arg("group_size")), b.arg("group_name")))
 
 
 @decomposes("_c10d_functional::all_to_all_single")
 def all_to_all(op: AtenOp, b: PrimBuilder) -> Sequence[SSAValue]:
-    return _checked(b, AllToAllOp(b.arg("input"), b.arg("output_split_sizes"), b.arg("input_split_sizes"),
+    return b.add_checked(AllToAllOp(b.arg("input"), b.arg("output_split_sizes"), b.arg("input_split_sizes"),
                                   b.arg("group_name")))
 
 
 @decomposes("_c10d_functional::broadcast")
 def broadcast(op: AtenOp, b: PrimBuilder) -> Sequence[SSAValue]:
-    return _checked(b, BroadcastOp(b.arg("input"), int(b.arg("src")), b.arg("group_name")))
+    return b.add_checked(BroadcastOp(b.arg("input"), int(b.arg("src")), b.arg("group_name")))
 
 
 @decomposes("_c10d_functional::all_reduce_coalesced")
 def all_reduce_coalesced(op: AtenOp, b: PrimBuilder) -> Sequence[SSAValue]:
-    return _checked(b, AllReduceCoalescedOp(b.arg("inputs"), b.arg("reduce_op"), b.arg("group_name")))
+    return b.add_checked(AllReduceCoalescedOp(b.arg("inputs"), b.arg("reduce_op"), b.arg("group_name")))
 
 
 @decomposes("_c10d_functional::all_gather_into_tensor_coalesced")
 def all_gather_coalesced(op: AtenOp, b: PrimBuilder) -> Sequence[SSAValue]:
-    return _checked(b, AllGatherCoalescedOp(b.arg("inputs"), int(b.arg("group_size")), b.arg("group_name")))
+    return b.add_checked(AllGatherCoalescedOp(b.arg("inputs"), int(b.arg("group_size")), b.arg("group_name")))
 
 
 @decomposes("_c10d_functional::reduce_scatter_tensor_coalesced")
 def reduce_scatter_coalesced(op: AtenOp, b: PrimBuilder) -> Sequence[SSAValue]:
-    return _checked(b, ReduceScatterCoalescedOp(b.arg("inputs"), b.arg("reduce_op"), int(b.arg("group_size")),
+    return b.add_checked(ReduceScatterCoalescedOp(b.arg("inputs"), b.arg("reduce_op"), int(b.arg("group_size")),
                                                 b.arg("group_name")))
 
 
 @decomposes("_c10d_functional::wait_tensor")
 def wait(op: AtenOp, b: PrimBuilder) -> Sequence[SSAValue]:
-    return _checked(b, WaitOp(b.arg("tensor")))
+    return b.add_checked(WaitOp(b.arg("tensor")))

@@ -9,7 +9,6 @@ from collections.abc import Sequence
 from xdsl.ir import Operation, SSAValue
 
 from strata.dialects.aten import AtenOp
-from strata.dialects.prim import types_match
 from strata.dialects.prim_linalg import LAPACK_DTYPES, DetOp, EighOp, PinvOp, QrOp, SlogdetOp, SvdOp
 from strata.passes.decompositions.builder import Decline, PrimBuilder, tensor_of
 from strata.passes.decompositions.rules import decomposes
@@ -24,11 +23,7 @@ def _matrix(b: PrimBuilder, name: str = "A") -> SSAValue:
 
 
 def _call(b: PrimBuilder, op: Operation) -> Sequence[SSAValue]:
-    for i, r in enumerate(op.results):
-        if not types_match(r.type, b.out(i)):
-            raise Decline(f"{op.name} gives {r.type} where the aten op declares {b.out(i)}")
-    b.add(op)
-    return list(op.results)
+    return b.add_checked(op)
 
 
 @decomposes("aten::_linalg_svd")
