@@ -312,7 +312,8 @@ def test_the_properties_pass_and_catch_the_mistake(tutorial):
             for name, test in tests.items():
                 if hasattr(test, "hypothesis"):
                     # no shrinking; the same examples on every run (a random draw once missed the mistake)
-                    quick = settings(phases=[Phase.explicit, Phase.generate], derandomize=True, database=None)(test)
+                    quick = settings(phases=[Phase.explicit, Phase.generate], derandomize=True, database=None,
+                                     max_examples=1000, deadline=None)(test)
                     with pytest.raises(AssertionError, match="changed the program's values") as failure:
                         quick()
                     caught.append(name)
