@@ -495,22 +495,23 @@ class CompiledGraph:
             shared = shared_workspace.acquire(self, self._memory, self.device, stream)
             if shared is not None:
                 try:
-                    for slot, t in shared:
-                        regs[slot] = t
-                    self._run(regs, env)
-                    return self._results(regs, env)
+                    return self._run_in(shared, regs, env)
                 finally:
                     shared_workspace.release(self.device, stream)
         # A workspace no other call is using (pop and append are atomic under the GIL).
         free = self._workspaces.setdefault(stream, [])
         workspace = free.pop() if free else self._memory.workspace(self.device)
         try:
-            for slot, t in workspace:
-                regs[slot] = t
-            self._run(regs, env)
-            return self._results(regs, env)
+            return self._run_in(workspace, regs, env)
         finally:
             free.append(workspace)
+
+    def _run_in(self, workspace: list[tuple[int, torch.Tensor]], regs: list, env: dict) -> list[Any]:
+        """The call's steps with its planned values at their places in `workspace`."""
+        for slot, t in workspace:
+            regs[slot] = t
+        self._run(regs, env)
+        return self._results(regs, env)
 
     def _shares_workspace(self) -> bool:
         """A large GPU workspace is the stream's shared arena (runtime/shared_workspace.py);
