@@ -19,6 +19,7 @@ from torch.export import export
 import strata.aot
 from strata.runtime.package_format import MANIFEST, MANIFEST_DIGEST, PackageError, PackagingError, digest
 from strata.testing.aot_models import MLP, cases
+from strata.testing.no_compiler import blocking_preamble
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -48,28 +49,13 @@ def packages(tmp_path_factory):
 
 # The loading process: every import a compile would need fails in it, and LLVM's
 # optimizer and object emitter raise if called.
-_FRESH_PROCESS = textwrap.dedent("""
-    import importlib.abc, importlib.util, json, sys
-    BLOCKED = ("xdsl", "triton", "sympy", "torch._dynamo", "torch._inductor", "torch._functorch.aot_autograd",
-               "strata.dialects", "strata.passes", "strata.frontend.importer", "strata.frontend.compile_graph",
-               "strata.frontend.backend", "strata.frontend.aot_package", "strata.codegen.llvm_kernel",
-               "strata.codegen.llvm_cpu", "strata.codegen.triton_gpu", "strata.runtime.compiled_graph",
-               "strata.runtime.package_plan")
-
-    class Block(importlib.abc.MetaPathFinder, importlib.abc.Loader):
-        # found but not importable: torch's CUDA start-up asks find_spec("triton")
-        def find_spec(self, name, path=None, target=None):
-            if any(name == b or name.startswith(b + ".") for b in BLOCKED):
-                return importlib.util.spec_from_loader(name, self)
-            return None
-
-        def create_module(self, spec):
-            raise ImportError(f"{spec.name} must not be imported to load a package")
-
-        def exec_module(self, module):
-            pass
-
-    sys.meta_path.insert(0, Block())
+_FRESH_PROCESS = blocking_preamble(
+    ("xdsl", "triton", "sympy", "torch._dynamo", "torch._inductor", "torch._functorch.aot_autograd",
+     "strata.dialects", "strata.passes", "strata.frontend.importer", "strata.frontend.compile_graph",
+     "strata.frontend.backend", "strata.frontend.aot_package", "strata.codegen.llvm_kernel",
+     "strata.codegen.llvm_cpu", "strata.codegen.triton_gpu", "strata.runtime.compiled_graph",
+     "strata.runtime.package_plan"), "must not be imported to load a package") + textwrap.dedent("""
+    import json, sys
     import llvmlite.binding as llvm
     def refuse(*args, **kwargs):
         raise AssertionError("LLVM compiled code while loading a package")
@@ -268,18 +254,11 @@ def test_dims_export_fixed_stay_fixed(tmp_path):
         run(torch.randn(5, 16))
 
 
-_LOAD_SAVED_FUNCTION = textwrap.dedent("""
-    import importlib.abc, sys
-    BLOCKED = ("xdsl", "strata.dialects", "strata.passes", "strata.frontend.compile_graph", "strata.frontend.backend",
-               "strata.frontend.aot_package", "strata.codegen.llvm_kernel", "strata.runtime.compiled_graph")
-
-    class Block(importlib.abc.MetaPathFinder):
-        def find_spec(self, name, path=None, target=None):
-            if any(name == b or name.startswith(b + ".") for b in BLOCKED):
-                raise ImportError(f"{name} must not be imported to load a compiled function")
-            return None
-
-    sys.meta_path.insert(0, Block())
+_LOAD_SAVED_FUNCTION = blocking_preamble(
+    ("xdsl", "strata.dialects", "strata.passes", "strata.frontend.compile_graph", "strata.frontend.backend",
+     "strata.frontend.aot_package", "strata.codegen.llvm_kernel", "strata.runtime.compiled_graph"),
+    "must not be imported to load a compiled function") + textwrap.dedent("""
+    import sys
     import torch
     loaded = torch.compiler.load_compiled_function(open(sys.argv[1], "rb"))
     for n in (3, 9):

@@ -21,6 +21,7 @@ import torch
 
 from strata.codegen.triton_gpu import compile_kernel
 from strata.codegen.triton_tiles import Tile
+from strata.testing.no_compiler import blocking_preamble
 from strata.runtime import package_triton as pt
 from tests.test_codegen_triton import SOFTMAX, kernel_func, load, prim, split_kernel, store
 
@@ -298,27 +299,13 @@ def test_packaged_kernels_match_the_jit_in_a_process_without_triton(name, tmp_pa
                                        msg=lambda m: f"{name} at {symbols}: {m}")
 
 
-LOADER = r"""
-import importlib.abc, importlib.util, json, sys
 BLOCKED = ("triton", "xdsl", "torch._dynamo", "torch._inductor", "strata.dialects", "strata.passes",
            "strata.frontend.backend", "strata.codegen.triton_gpu", "strata.codegen.triton_launch",
            "strata.codegen.triton_source", "strata.codegen.triton_precompile", "strata.codegen.llvm_jit")
-
-class Blocked(importlib.abc.MetaPathFinder, importlib.abc.Loader):
-    # Found but not importable: torch.cuda's initialization asks find_spec("triton")
-    # (torch 2.11) and must still succeed.
-    def find_spec(self, name, path=None, target=None):
-        if any(name == b or name.startswith(b + ".") for b in BLOCKED):
-            return importlib.util.spec_from_loader(name, self)
-        return None
-
-    def create_module(self, spec):
-        raise ImportError(f"{spec.name} may not be imported where a package is loaded")
-
-    def exec_module(self, module):
-        pass
-
-sys.meta_path.insert(0, Blocked())
+LOADER = blocking_preamble(BLOCKED, "may not be imported where a package is loaded") + f"""
+import json, sys
+BLOCKED = {BLOCKED!r}
+""" + r"""
 import torch
 from strata.runtime import package_triton
 folder = sys.argv[1]
