@@ -48,11 +48,13 @@ class CollectiveOp(TensorOp):
     group = prop_def(StringAttr)
 
     FUNCTIONAL: ClassVar[str] = ""  # its name in torch.ops._c10d_functional
+    ARGS: ClassVar[tuple[str, ...]] = ()  # the properties it passes, before the group's name
     COALESCED: ClassVar[bool] = False  # several tensors in one call
 
     def call_args(self) -> tuple:
         """The arguments of the functional collective after the tensor operands."""
-        raise NotImplementedError
+        values = [self.properties[name] for name in self.ARGS]
+        return (*(v.data if isinstance(v, StringAttr) else v.value.data for v in values), self.group.data)
 
     def issue(self, *xs: torch.Tensor):
         """Starts the collective (torch's functional op); its result is read after wait_tensor."""
@@ -99,6 +101,7 @@ class AllReduceOp(CollectiveOp):
     result = result_def()
     reduce_op = prop_def(StringAttr)
     FUNCTIONAL: ClassVar[str] = "all_reduce"
+    ARGS: ClassVar[tuple[str, ...]] = ("reduce_op",)
 
     def __init__(self, x: SSAValue, reduce_op: str, group: str):
         super().__init__(operands=[x], result_types=[x.type],
@@ -111,9 +114,6 @@ class AllReduceOp(CollectiveOp):
         _reduce_op(self)
         super().verify_()
 
-    def call_args(self) -> tuple:
-        return self.reduce_op.data, self.group.data
-
 
 @irdl_op_definition
 class AllGatherOp(CollectiveOp):
@@ -124,6 +124,7 @@ class AllGatherOp(CollectiveOp):
     result = result_def()
     group_size = prop_def(IntegerAttr)
     FUNCTIONAL: ClassVar[str] = "all_gather_into_tensor"
+    ARGS: ClassVar[tuple[str, ...]] = ("group_size",)
 
     def __init__(self, x: SSAValue, group_size: int, group: str):
         super().__init__(operands=[x], result_types=[_first_dim_times(_tensor(x), group_size)],
@@ -131,9 +132,6 @@ class AllGatherOp(CollectiveOp):
 
     def infer_type(self) -> Attribute:
         return _first_dim_times(_tensor(self.x), self.group_size.value.data)
-
-    def call_args(self) -> tuple:
-        return self.group_size.value.data, self.group.data
 
 
 @irdl_op_definition
@@ -146,6 +144,7 @@ class ReduceScatterOp(CollectiveOp):
     reduce_op = prop_def(StringAttr)
     group_size = prop_def(IntegerAttr)
     FUNCTIONAL: ClassVar[str] = "reduce_scatter_tensor"
+    ARGS: ClassVar[tuple[str, ...]] = ("reduce_op", "group_size")
 
     def __init__(self, x: SSAValue, reduce_op: str, group_size: int, group: str):
         super().__init__(operands=[x], result_types=[_first_dim_over(_tensor(x), group_size)],
@@ -158,9 +157,6 @@ class ReduceScatterOp(CollectiveOp):
     def verify_(self) -> None:
         _reduce_op(self)
         super().verify_()
-
-    def call_args(self) -> tuple:
-        return self.reduce_op.data, self.group_size.value.data, self.group.data
 
 
 @irdl_op_definition
@@ -208,6 +204,7 @@ class BroadcastOp(CollectiveOp):
     result = result_def()
     src = prop_def(IntegerAttr)
     FUNCTIONAL: ClassVar[str] = "broadcast"
+    ARGS: ClassVar[tuple[str, ...]] = ("src",)
 
     def __init__(self, x: SSAValue, src: int, group: str):
         super().__init__(operands=[x], result_types=[x.type],
@@ -215,9 +212,6 @@ class BroadcastOp(CollectiveOp):
 
     def infer_type(self) -> Attribute:
         return _tensor(self.x)
-
-    def call_args(self) -> tuple:
-        return self.src.value.data, self.group.data
 
 
 class _Coalesced(CollectiveOp):
@@ -228,7 +222,8 @@ class _Coalesced(CollectiveOp):
     COALESCED: ClassVar[bool] = True
 
     def infer_types(self) -> list[Attribute]:
-        raise NotImplementedError
+        """Each result's type: its operand's (an all_reduce's); gathers and scatters say otherwise."""
+        return [_tensor(x) for x in self.xs]
 
     def infer_type(self) -> Attribute:
         raise VerifyException(f"{self.name} has several results")
@@ -244,16 +239,11 @@ class AllReduceCoalescedOp(_Coalesced):
     name = "prim.all_reduce_coalesced"
     reduce_op = prop_def(StringAttr)
     FUNCTIONAL: ClassVar[str] = "all_reduce_coalesced"
+    ARGS: ClassVar[tuple[str, ...]] = ("reduce_op",)
 
     def __init__(self, xs: Sequence[SSAValue], reduce_op: str, group: str):
         super().__init__(operands=[list(xs)], result_types=[[x.type for x in xs]],
                          properties={"reduce_op": StringAttr(reduce_op), "group": StringAttr(group)})
-
-    def infer_types(self) -> list[Attribute]:
-        return [_tensor(x) for x in self.xs]
-
-    def call_args(self) -> tuple:
-        return self.reduce_op.data, self.group.data
 
 
 @irdl_op_definition
@@ -261,6 +251,7 @@ class AllGatherCoalescedOp(_Coalesced):
     name = "prim.all_gather_coalesced"
     group_size = prop_def(IntegerAttr)
     FUNCTIONAL: ClassVar[str] = "all_gather_into_tensor_coalesced"
+    ARGS: ClassVar[tuple[str, ...]] = ("group_size",)
 
     def __init__(self, xs: Sequence[SSAValue], group_size: int, group: str):
         super().__init__(operands=[list(xs)], result_types=[[_first_dim_times(_tensor(x), group_size) for x in xs]],
@@ -269,9 +260,6 @@ class AllGatherCoalescedOp(_Coalesced):
     def infer_types(self) -> list[Attribute]:
         return [_first_dim_times(_tensor(x), self.group_size.value.data) for x in self.xs]
 
-    def call_args(self) -> tuple:
-        return self.group_size.value.data, self.group.data
-
 
 @irdl_op_definition
 class ReduceScatterCoalescedOp(_Coalesced):
@@ -279,6 +267,7 @@ class ReduceScatterCoalescedOp(_Coalesced):
     reduce_op = prop_def(StringAttr)
     group_size = prop_def(IntegerAttr)
     FUNCTIONAL: ClassVar[str] = "reduce_scatter_tensor_coalesced"
+    ARGS: ClassVar[tuple[str, ...]] = ("reduce_op", "group_size")
 
     def __init__(self, xs: Sequence[SSAValue], reduce_op: str, group_size: int, group: str):
         super().__init__(operands=[list(xs)], result_types=[[_first_dim_over(_tensor(x), group_size) for x in xs]],
@@ -287,9 +276,6 @@ class ReduceScatterCoalescedOp(_Coalesced):
 
     def infer_types(self) -> list[Attribute]:
         return [_first_dim_over(_tensor(x), self.group_size.value.data) for x in self.xs]
-
-    def call_args(self) -> tuple:
-        return self.reduce_op.data, self.group_size.value.data, self.group.data
 
 
 @irdl_op_definition
