@@ -142,6 +142,26 @@ def test_gather_with_symbolic_shapes():
         torch.testing.assert_close(_compiled(fn, x, idx, dynamic=True), fn(x, idx))
 
 
+def test_index_put_with_symbolic_index_shapes():
+    """A KV cache written at `input_pos` under dynamic=True (a prefill): the index's
+    length is a symbol, and the write still compiles; broadcast indices of symbolic
+    shapes too."""
+
+    def write(cache, pos, values):
+        cache = cache.clone()
+        cache[:, :, pos] = values
+        return cache * 1
+
+    def broadcast(x, rows, cols):
+        return torch.index_put(x, (rows[:, None], cols[None, :]), torch.ones(()), accumulate=True)
+
+    for n in (3, 6):
+        cache, pos, values = torch.zeros(2, 3, 16, 4), torch.arange(n) + 2, torch.randn(2, 3, n, 4)
+        torch.testing.assert_close(_compiled(write, cache, pos, values, dynamic=True), write(cache, pos, values))
+        x, rows, cols = torch.zeros(8, 9), torch.randint(0, 8, (n,)), torch.randint(0, 9, (n + 1,))
+        torch.testing.assert_close(_compiled(broadcast, x, rows, cols, dynamic=True), broadcast(x, rows, cols))
+
+
 def test_out_of_range_index_never_reads_outside():
     # Eager raises, and so does the compiled gather (tests/test_index_bounds.py); with
     # the checks off it reads the nearest element of the dim, never outside the tensor.

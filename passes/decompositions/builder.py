@@ -36,6 +36,24 @@ def tensor_of(v: SSAValue) -> TensorType:
     return v.type
 
 
+def broadcast_dims(what: str, *shapes: Sequence[Dim]) -> list[Dim]:
+    """The shape `shapes` broadcast to (trailing dims aligned, 1 stretches); symbolic
+    dims must agree as expressions, else the decomposition declines naming `what`."""
+    out: list[Dim] = []
+    for i in range(1, max((len(s) for s in shapes), default=0) + 1):
+        picked: Dim = 1
+        for s in shapes:
+            d = s[-i] if i <= len(s) else 1
+            if sym(d) == 1:
+                continue
+            if sym(picked) == 1:
+                picked = d
+            elif sym(picked) != sym(d):
+                raise Decline(f"{what} of shapes {[list(s) for s in shapes]}, which do not broadcast")
+        out.append(picked)
+    return out[::-1]
+
+
 def wrap_dim(d: int, rank: int) -> int:
     """`d` as an index in [0, rank), as torch reads negative dims; a 0-d tensor
     accepts 0 and -1 (and has no dim to index, which callers handle)."""

@@ -27,7 +27,7 @@ from strata.dialects.aten import AtenOp
 from strata.dialects.prim_indexing import NonzeroStaticOp
 from strata.dialects.prim_data_dependent import AssertScalarOp, ItemOp, NonzeroOp, RandpermOp, item_type
 from strata.dialects.types import Dim, numel, sym, torch_symbol_name
-from strata.passes.decompositions.builder import Decline, PrimBuilder, tensor_of
+from strata.passes.decompositions.builder import Decline, PrimBuilder, broadcast_dims, tensor_of
 from strata.passes.decompositions.rules import decomposes
 
 # The attributes the importer (frontend/data_dependent.py) puts on the aten ops: the
@@ -74,20 +74,6 @@ def nonzero(op: AtenOp, b: PrimBuilder) -> SSAValue:
     return _nonzero(b, b.arg("self"), b.out().dims[0])
 
 
-def _broadcast_dims(a: tuple[Dim, ...], c: tuple[Dim, ...]) -> list[Dim]:
-    out: list[Dim] = []
-    for i in range(1, max(len(a), len(c)) + 1):
-        x = a[-i] if i <= len(a) else 1
-        y = c[-i] if i <= len(c) else 1
-        if sym(x) == 1:
-            out.append(y)
-        elif sym(y) == 1 or sym(x) == sym(y):
-            out.append(x)
-        else:
-            raise Decline(f"masked_select of shapes {list(a)} and {list(c)}, which do not broadcast")
-    return out[::-1]
-
-
 @decomposes("aten::masked_select")
 def masked_select(op: AtenOp, b: PrimBuilder) -> SSAValue:
     from strata.passes.decompositions.indexing import take
@@ -95,7 +81,7 @@ def masked_select(op: AtenOp, b: PrimBuilder) -> SSAValue:
     x, mask = b.arg("self"), b.arg("mask")
     if tensor_of(mask).dtype != "i1":
         raise Decline("masked_select by a mask that is not bool (an error in eager)")
-    dims = _broadcast_dims(tensor_of(x).dims, tensor_of(mask).dims)
+    dims = broadcast_dims("masked_select", tensor_of(x).dims, tensor_of(mask).dims)
     total = numel(dims)
     if sym(total) == 0:
         raise Decline("masked_select of no elements")

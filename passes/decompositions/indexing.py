@@ -26,7 +26,7 @@ from strata.dialects.aten import AtenOp
 from strata.dialects.prim_indexing import CheckIndexOp, GatherOp, ScatterOp
 from strata.dialects.prim_scan import CumsumOp
 from strata.dialects.types import Dim, numel, sym
-from strata.passes.decompositions.builder import Decline, PrimBuilder, tensor_of, wrap_dim
+from strata.passes.decompositions.builder import Decline, PrimBuilder, broadcast_dims, tensor_of, wrap_dim
 from strata.passes.decompositions.rules import decomposes
 
 
@@ -355,13 +355,8 @@ def index_put(op: AtenOp, b: PrimBuilder) -> SSAValue:
 
 
 def _block_shape(b: PrimBuilder, indices: list[SSAValue]) -> list[Dim]:
-    """The indices' common (broadcast) shape; static shapes only."""
-    shapes = [tensor_of(i).dims for i in indices]
-    if any(not isinstance(d, int) for s in shapes for d in s):
-        raise Decline("index_put with symbolic index shapes")
-    import torch
-
-    return list(torch.broadcast_shapes(*[tuple(s) for s in shapes]))
+    """The indices' common (broadcast) shape."""
+    return broadcast_dims("index_put with indices", *[tensor_of(i).dims for i in indices])
 
 
 # ---------------------------------------------------------------- scatters

@@ -1,0 +1,278 @@
+"""LLM workloads, eager vs TorchInductor vs strata in one run: greedy decode against a
+static KV cache (with its bandwidth floor), prefill, and a training step.
+
+    python benchmarks/llm.py --device cuda --parts decode,prefill,train --out results/
+
+Decode (gpt-fast's loop): the step `model(token, input_pos)` compiled with
+`mode="reduce-overhead", fullgraph=True`, batch 1, bf16; the prompt's prefill compiled
+with `dynamic=True`. Each round, each contender prefills the same prompt and decodes
+`--tokens` tokens; tokens/s is the median over rounds. The floor is the bytes a step
+must read (weights; one row of the embedding) over the copy bandwidth measured here
+(`dst.copy_(src)` of 1 GiB, read + written bytes per second): the share of it each
+contender reaches is printed. Strata's greedy tokens are compared with eager's (the
+weights are drawn so that logits are far from ties: llm_models.init_weights).
+
+Prefill: tokens/s over a `--prompt`-token prompt, and the logits' error against eager.
+
+Train: forward, backward and AdamW of the Llama-style model without caches, bf16
+autocast, default mode; tokens/s.
+
+Every contender's eager fallbacks are counted from strata's warnings and printed.
+"""
+
+from __future__ import annotations
+
+import argparse
+import copy
+import json
+import os
+import statistics
+import sys
+import time
+import warnings
+
+import torch
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from llm_models import CONFIGS, Llama, init_weights, weight_bytes  # noqa: E402
+
+import strata  # noqa: E402,F401  (registers the backend)
+
+DTYPES = {"bf16": torch.bfloat16, "f16": torch.float16, "f32": torch.float32}
+
+
+def sync(device: str) -> None:
+    if device == "cuda":
+        torch.cuda.synchronize()
+
+
+def copy_bandwidth(device: str) -> float:
+    """Bytes read + written per second by a large device-to-device copy."""
+    n = (1 << 30) if device == "cuda" else (1 << 26)
+    src = torch.empty(n, dtype=torch.uint8, device=device)
+    dst = torch.empty_like(src)
+    for _ in range(3):
+        dst.copy_(src)
+    times = []
+    for _ in range(10):
+        sync(device)
+        t0 = time.perf_counter()
+        dst.copy_(src)
+        sync(device)
+        times.append(time.perf_counter() - t0)
+    return 2 * n / min(times)
+
+
+class Fallbacks:
+    """Counts strata's eager-fallback warnings while active."""
+
+    def __init__(self):
+        self.messages: list[str] = []
+
+    def __enter__(self):
+        self._cm = warnings.catch_warnings(record=True)
+        self._log = self._cm.__enter__()
+        warnings.simplefilter("always")
+        return self
+
+    def __exit__(self, *exc):
+        self._cm.__exit__(*exc)
+        self.messages = [str(w.message) for w in self._log if "strata" in str(w.message)]
+        for w in self._log:
+            if "strata" not in str(w.message):
+                warnings.showwarning(w.message, w.category, w.filename, w.lineno)
+
+
+def compiled(kind: str, model: torch.nn.Module, **kwargs):
+    if kind == "eager":
+        return model
+    backend = "inductor" if kind == "inductor" else "strata"
+    return torch.compile(model, backend=backend, **kwargs)
+
+
+class Decoder:
+    """One contender's model (own KV cache), prefill and decode step."""
+
+    def __init__(self, kind: str, base: Llama, device: str):
+        self.kind = kind
+        self.model = copy.deepcopy(base)
+        self.model.setup_caches(1)
+        self.prefill = compiled(kind, self.model, dynamic=True, fullgraph=True)
+        self.step = compiled(kind, self.model, mode="reduce-overhead", fullgraph=True)
+        self.device = device
+
+    @torch.no_grad()
+    def generate(self, prompt: torch.Tensor, n: int) -> tuple[list[int], float, torch.Tensor]:
+        """Greedy tokens after the prompt, decode seconds (after the prefill), logits of the prompt."""
+        t = prompt.shape[1]
+        logits = self.prefill(prompt, torch.arange(t, device=self.device))
+        token = logits[:, -1].argmax(-1, keepdim=True)
+        out = [int(token)]
+        sync(self.device)
+        t0 = time.perf_counter()
+        for i in range(n - 1):
+            pos = torch.tensor([t + i], device=self.device)
+            step_logits = self.step(token.clone(), pos)
+            token = step_logits[:, -1].argmax(-1, keepdim=True)
+            out.append(token)
+        sync(self.device)
+        seconds = time.perf_counter() - t0
+        return [int(x) for x in out], seconds, logits
+
+
+def decode_part(base: Llama, args, device: str, floor_tps: float, log) -> dict:
+    kinds = args.contenders.split(",")
+    prompt = torch.randint(0, base.cfg.vocab, (1, args.prompt), generator=torch.Generator().manual_seed(1)).to(device)
+    decoders, fallbacks, first = {}, {}, {}
+    for kind in kinds:
+        with Fallbacks() as fb:
+            d = Decoder(kind, base, device)
+            t0 = time.perf_counter()
+            for _ in range(2):  # compiles, warm-up and CUDA graph recording
+                tokens, _, _ = d.generate(prompt, min(args.tokens, 8))
+            first[kind] = time.perf_counter() - t0
+        decoders[kind], fallbacks[kind] = d, fb.messages
+        log(f"  decode {kind}: ready in {first[kind]:.1f} s, {len(fb.messages)} strata warnings")
+        for m in fb.messages[:5]:
+            log(f"    {m[:300]}")
+    samples = {k: [] for k in kinds}
+    sequences = {}
+    for _ in range(args.rounds):
+        for kind, d in decoders.items():
+            tokens, seconds, _ = d.generate(prompt, args.tokens)
+            samples[kind].append((args.tokens - 1) / seconds)
+            sequences[kind] = tokens
+    result = {"tokens_per_s": {k: statistics.median(v) for k, v in samples.items()}, "floor_tokens_per_s": floor_tps,
+              "fallbacks": {k: len(v) for k, v in fallbacks.items()}, "compile_s": first}
+    if "eager" in sequences:
+        result["tokens_match_eager"] = {k: sequences[k] == sequences["eager"] for k in sequences}
+        result["first_mismatch"] = {k: next((i for i, (a, b) in enumerate(zip(sequences[k], sequences["eager"])) if a != b), None)
+                                    for k in sequences}
+    return result
+
+
+def prefill_part(base: Llama, args, device: str, log) -> dict:
+    kinds = args.contenders.split(",")
+    prompt = torch.randint(0, base.cfg.vocab, (1, args.prefill), generator=torch.Generator().manual_seed(2)).to(device)
+    pos = torch.arange(args.prefill, device=device)
+    fns, outs = {}, {}
+    for kind in kinds:
+        model = copy.deepcopy(base)
+        model.setup_caches(1)
+        fn = compiled(kind, model, dynamic=True, fullgraph=True)
+        with torch.no_grad(), Fallbacks() as fb:
+            outs[kind] = fn(prompt, pos).float()
+        log(f"  prefill {kind}: {len(fb.messages)} strata warnings")
+        fns[kind] = (lambda f=fn: f(prompt, pos))
+    times = {k: [] for k in kinds}
+    with torch.no_grad():
+        for _ in range(args.rounds):
+            for kind, fn in fns.items():
+                sync(device)
+                t0 = time.perf_counter()
+                fn()
+                sync(device)
+                times[kind].append(time.perf_counter() - t0)
+    ref = outs.get("eager")
+    return {"tokens_per_s": {k: args.prefill / statistics.median(v) for k, v in times.items()},
+            "max_abs_err_vs_eager": {k: float((o - ref).abs().max()) for k, o in outs.items()} if ref is not None else {}}
+
+
+def train_part(args, device: str, dtype: torch.dtype, log) -> dict:
+    kinds = args.contenders.split(",")
+    cfg = CONFIGS[args.train_config]
+    torch.manual_seed(0)
+    base = init_weights(Llama(cfg)).to(device)
+    batch, seq = args.train_batch, args.train_seq
+    data = torch.randint(0, cfg.vocab, (batch, seq + 1), generator=torch.Generator().manual_seed(3)).to(device)
+    steps, losses = {}, {}
+    for kind in kinds:
+        model = copy.deepcopy(base)
+        opt = torch.optim.AdamW(model.parameters(), lr=1e-4, fused=device == "cuda")
+        fn = compiled(kind, model)
+
+        def step(model=model, opt=opt, fn=fn):
+            with torch.autocast(device, dtype=dtype, enabled=dtype != torch.float32):
+                logits = fn(data[:, :-1])
+                loss = torch.nn.functional.cross_entropy(logits.float().flatten(0, 1), data[:, 1:].flatten())
+            loss.backward()
+            opt.step()
+            opt.zero_grad(set_to_none=True)
+            return loss
+
+        with Fallbacks() as fb:
+            losses[kind] = [float(step()) for _ in range(3)]
+        log(f"  train {kind}: losses {losses[kind]}, {len(fb.messages)} strata warnings")
+        steps[kind] = step
+    times = {k: [] for k in kinds}
+    for _ in range(args.rounds):
+        for kind, fn in steps.items():
+            sync(device)
+            t0 = time.perf_counter()
+            fn()
+            sync(device)
+            times[kind].append(time.perf_counter() - t0)
+    return {"tokens_per_s": {k: batch * seq / statistics.median(v) for k, v in times.items()}, "first_losses": losses,
+            "config": args.train_config, "batch": batch, "seq": seq}
+
+
+def ratios(tps: dict[str, float]) -> str:
+    parts = [f"{k} {v:,.0f}" for k, v in tps.items()]
+    if "strata" in tps and "inductor" in tps:
+        parts.append(f"strata/inductor {tps['strata'] / tps['inductor']:.2f}x")
+    if "strata" in tps and "eager" in tps:
+        parts.append(f"strata/eager {tps['strata'] / tps['eager']:.2f}x")
+    return ", ".join(parts)
+
+
+def main(argv: list[str] | None = None) -> int:
+    p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    p.add_argument("--device", default="cuda" if torch.cuda.is_available() else "cpu")
+    p.add_argument("--config", default="0.85b", choices=sorted(CONFIGS))
+    p.add_argument("--train-config", default="0.3b", choices=sorted(CONFIGS))
+    p.add_argument("--dtype", default="bf16", choices=sorted(DTYPES))
+    p.add_argument("--parts", default="decode,prefill,train")
+    p.add_argument("--contenders", default="eager,inductor,strata")
+    p.add_argument("--tokens", type=int, default=128, help="decoded tokens per round")
+    p.add_argument("--prompt", type=int, default=32, help="prompt length before decoding")
+    p.add_argument("--prefill", type=int, default=512, help="prompt length of the prefill part")
+    p.add_argument("--train-batch", type=int, default=8)
+    p.add_argument("--train-seq", type=int, default=512)
+    p.add_argument("--rounds", type=int, default=5)
+    p.add_argument("--out", default=None, help="a directory for llm.json")
+    args = p.parse_args(argv)
+    device, dtype = args.device, DTYPES[args.dtype]
+    log = lambda line: print(line, flush=True)  # noqa: E731
+    torch.manual_seed(0)
+    results: dict = {"device": torch.cuda.get_device_name() if device == "cuda" else "cpu", "torch": torch.__version__,
+                     "config": args.config, "dtype": args.dtype}
+    parts = args.parts.split(",")
+    if "decode" in parts or "prefill" in parts:
+        base = init_weights(Llama(CONFIGS[args.config])).to(device=device, dtype=dtype).eval()
+        nbytes = weight_bytes(base)
+        bandwidth = copy_bandwidth(device)
+        floor = bandwidth / nbytes
+        results.update(weight_gb=nbytes / 1e9, copy_bandwidth_gbs=bandwidth / 1e9)
+        log(f"{args.config}: {nbytes / 1e9:.2f} GB of weights a token, copy bandwidth {bandwidth / 1e9:,.0f} GB/s: "
+            f"floor {floor:,.0f} tokens/s")
+        if "decode" in parts:
+            r = results["decode"] = decode_part(base, args, device, floor, log)
+            log("decode tokens/s: " + ratios(r["tokens_per_s"]))
+            log("  share of floor: " + ", ".join(f"{k} {v / floor:.0%}" for k, v in r["tokens_per_s"].items()))
+            log(f"  greedy tokens match eager: {r.get('tokens_match_eager')}, fallbacks {r['fallbacks']}")
+        if "prefill" in parts:
+            r = results["prefill"] = prefill_part(base, args, device, log)
+            log("prefill tokens/s: " + ratios(r["tokens_per_s"]) + f"; max |err| vs eager {r['max_abs_err_vs_eager']}")
+        del base
+    if "train" in parts:
+        r = results["train"] = train_part(args, device, dtype, log)
+        log("train tokens/s: " + ratios(r["tokens_per_s"]))
+    if args.out:
+        os.makedirs(args.out, exist_ok=True)
+        with open(os.path.join(args.out, "llm.json"), "w") as f:
+            json.dump(results, f, indent=1)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
