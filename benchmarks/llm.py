@@ -144,11 +144,24 @@ def decode_part(base: Llama, args, device: str, floor_tps: float, log) -> dict:
             sequences[kind] = tokens
     result = {"tokens_per_s": {k: statistics.median(v) for k, v in samples.items()}, "floor_tokens_per_s": floor_tps,
               "fallbacks": {k: len(v) for k, v in fallbacks.items()}, "compile_s": first}
+    if args.profile:
+        for kind in args.profile.split(","):
+            log(f"  profile of {kind}'s decode ({args.tokens} tokens):")
+            log(profile_table(lambda: decoders[kind].generate(prompt, args.tokens)))
     if "eager" in sequences:
         result["tokens_match_eager"] = {k: sequences[k] == sequences["eager"] for k in sequences}
         result["first_mismatch"] = {k: next((i for i, (a, b) in enumerate(zip(sequences[k], sequences["eager"])) if a != b), None)
                                     for k in sequences}
     return result
+
+
+def profile_table(fn, rows: int = 25) -> str:
+    """The GPU kernels `fn` runs, by total time."""
+    from torch.profiler import ProfilerActivity, profile
+
+    with profile(activities=[ProfilerActivity.CPU, ProfilerActivity.CUDA]) as prof:
+        fn()
+    return prof.key_averages().table(sort_by="cuda_time_total", row_limit=rows, max_name_column_width=70)
 
 
 def prefill_part(base: Llama, args, device: str, log) -> dict:
@@ -239,6 +252,7 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--train-batch", type=int, default=8)
     p.add_argument("--train-seq", type=int, default=512)
     p.add_argument("--rounds", type=int, default=5)
+    p.add_argument("--profile", default="", help="contenders whose decode is profiled (kernels by time)")
     p.add_argument("--out", default=None, help="a directory for llm.json")
     args = p.parse_args(argv)
     device, dtype = args.device, DTYPES[args.dtype]

@@ -70,41 +70,44 @@ class CallSite:
         self.device = self.stream = None
 
     def __call__(self, grid: tuple[int, ...], *args: Any) -> None:
-        # The hot path of every launch: one specialization key, one dict lookup, the
-        # launcher; no other Python call (each costs about a microsecond).
-        if self.direct:
-            # specialization(args), written out here: a call fewer per launch.
-            key = tuple([
-                (a.data_ptr() % 16 == 0)
-                if isinstance(a, Tensor)
-                else ((a == 1, a % 16 == 0, -2147483648 <= a < 2147483648) if type(a) is int else None)
-                for a in args
-            ])
-            if None in key:
-                key = None
-            hooks = self.hooks
-            enter, exit_ = hooks.launch_enter_hook, hooks.launch_exit_hook
-            # Launch hooks idle: None (Triton 3.9) or an empty HookChain (Triton 3.6,
-            # whose hooks are never None), tested here rather than in a function call.
-            if (
-                key is not None
-                and (enter is None or not getattr(enter, "calls", _BUSY))
-                and (exit_ is None or not getattr(exit_, "calls", _BUSY))
-            ):
-                entry = self.entries.get(key)
-                if entry is None:  # compiled (or found compiled) without launching
-                    entry = self._remember(key, self.fn.warmup(*args, grid=grid, **self.options))
-                if entry is not None:
-                    if len(entry) == 3:
-                        run, function, metadata = entry
-                        run(grid[0], grid[1] if len(grid) > 1 else 1, 1, self.stream(self.device()), function, metadata,
-                            None, None, None, *args, *self.constants)
-                    else:
-                        launch, function, warps, shared, types, pick, extra, _ = entry
-                        launch(function, grid[0], grid[1] if len(grid) > 1 else 1, 1, warps, shared, types,
-                               (args if pick is None else pick(args)) + extra, self.stream(self.device()))
-                    return
-        self.fn[grid](*args, **self.options)
+        try:  # free in the hot path (Python 3.11 try blocks cost nothing until raised)
+            # The hot path of every launch: one specialization key, one dict lookup, the
+            # launcher; no other Python call (each costs about a microsecond).
+            if self.direct:
+                # specialization(args), written out here: a call fewer per launch.
+                key = tuple([
+                    (a.data_ptr() % 16 == 0)
+                    if isinstance(a, Tensor)
+                    else ((a == 1, a % 16 == 0, -2147483648 <= a < 2147483648) if type(a) is int else None)
+                    for a in args
+                ])
+                if None in key:
+                    key = None
+                hooks = self.hooks
+                enter, exit_ = hooks.launch_enter_hook, hooks.launch_exit_hook
+                # Launch hooks idle: None (Triton 3.9) or an empty HookChain (Triton 3.6,
+                # whose hooks are never None), tested here rather than in a function call.
+                if (
+                    key is not None
+                    and (enter is None or not getattr(enter, "calls", _BUSY))
+                    and (exit_ is None or not getattr(exit_, "calls", _BUSY))
+                ):
+                    entry = self.entries.get(key)
+                    if entry is None:  # compiled (or found compiled) without launching
+                        entry = self._remember(key, self.fn.warmup(*args, grid=grid, **self.options))
+                    if entry is not None:
+                        if len(entry) == 3:
+                            run, function, metadata = entry
+                            run(grid[0], grid[1] if len(grid) > 1 else 1, 1, self.stream(self.device()), function, metadata,
+                                None, None, None, *args, *self.constants)
+                        else:
+                            launch, function, warps, shared, types, pick, extra, _ = entry
+                            launch(function, grid[0], grid[1] if len(grid) > 1 else 1, 1, warps, shared, types,
+                                   (args if pick is None else pick(args)) + extra, self.stream(self.device()))
+                        return
+            self.fn[grid](*args, **self.options)
+        except RuntimeError as e:
+            raise KernelLaunchError(launch_failure(self.fn, grid, self.options, self.entries, e)) from e
 
     def prepare(self, grid: tuple[int, ...], args: tuple) -> None:
         """What the first launch with these arguments would do, launching nothing:
@@ -128,6 +131,29 @@ class CallSite:
             return None
         self.entries[key] = entry
         return entry
+
+
+class KernelLaunchError(RuntimeError):
+    """A generated kernel that the driver refused to launch, named with its source ops."""
+
+
+def launch_failure(fn: Any, grid: tuple[int, ...], options: dict[str, Any], entries: dict, error: Exception) -> str:
+    """What failed: the kernel, the aten ops it came from (its module's header), the
+    grid, its options and resources, and the driver's words."""
+    name = getattr(fn, "__name__", None) or getattr(getattr(fn, "fn", None), "__name__", "?")
+    header: list[str] = []
+    path = getattr(getattr(fn, "fn", None), "__code__", None)
+    path = path.co_filename if path is not None else None
+    if path and os.path.exists(path):
+        with open(path) as f:
+            for line in f:
+                if not line.startswith("#"):
+                    break
+                header.append(line[1:].strip())
+    resources = [f"num_warps={e[2]}, shared memory={e[3]} bytes" for e in entries.values() if len(e) == 8]
+    opts = ", ".join(f"{k}={v}" for k, v in options.items())
+    return (f"strata: Triton kernel {name} ({'; '.join(header) or 'no header'}) could not launch on grid {tuple(grid)} "
+            f"with {opts}{'; ' + resources[-1] if resources else ''}: {error}. Its module: {path}")
 
 
 def specialization(args: tuple) -> tuple | None:

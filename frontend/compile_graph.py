@@ -40,7 +40,7 @@ from strata.frontend.trace import Trace
 from strata.passes.decompose import recording_declines
 from strata.passes.fusion.traffic import graph_bytes, program_bytes
 from strata.passes.registry import PASSES
-from strata.runtime import cache, cuda_graphs
+from strata.runtime import cache, cuda_graphs, in_place
 from strata.runtime.compiled_graph import CompiledGraph
 
 __all__ = ["CompileError", "compile_graph", "run_pipeline"]
@@ -267,7 +267,7 @@ def _compile(gm, example_inputs, options, number: int, compile_id: str | None, k
     codegen_start = time.perf_counter()
     funcs = None if kernels is None else {k.name: k for k in kernels}  # printed once, for the cache
     compiled = CompiledGraph(module, kernel_compiler(codegen, device, trace, report, options["max_autotune"]), device,
-                             funcs=funcs)
+                             funcs=funcs, written_back=_written_back(imported, kind))
     if report is not None:
         report.codegen_s = time.perf_counter() - codegen_start
         report.total_s = time.perf_counter() - started
@@ -287,6 +287,15 @@ def _compile(gm, example_inputs, options, number: int, compile_id: str | None, k
             capture_cache.check_wrapper(gm, example_inputs, capture)
         capture.declines = declines
     return _boxed(safe)
+
+
+def _written_back(imported, kind: str) -> dict[int, int]:
+    """{program result: program argument} for the outputs AOTAutograd copies back into
+    inputs (runtime/in_place.py); none where effect tokens shift the arguments."""
+    if imported.effect_tokens:
+        return {}
+    spec = imported.outputs
+    return {spec[o]: j for o, j in in_place.written_back(kind).items() if o < len(spec) and isinstance(spec[o], int)}
 
 
 def _in_cuda_graph(call: Callable[[list], list], module: ModuleOp, device: torch.device, kind: str, options) -> Callable:

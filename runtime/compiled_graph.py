@@ -48,6 +48,7 @@ from strata.runtime.allocation import contiguous_strides, fast_empty_strided, re
 from strata.runtime.cpu_linear import onednn_product
 from strata.runtime.layouts import launch_strides, result_format, result_strides
 from strata.runtime.graph_runner import InlineStep, generate_runner
+from strata.runtime.in_place import in_place_scatters, scatter_into_step
 from strata.runtime import shared_workspace
 from strata.runtime.memory_plan import MemoryPlan, plan_memory
 from strata.runtime.views import ViewCache, reinterpret, view_step_code
@@ -91,6 +92,9 @@ class CompiledGraph:
     # The kernels by name, where they are not kernel.funcs of `module` (a warm compile's
     # KernelTexts, dialects/kernel_text.py).
     funcs: dict[str, Kernel] | None = None
+    # {result index: argument index}: results that are new values of arguments, which
+    # the caller writes back (runtime/in_place.py); their scatters may write in place.
+    written_back: dict[int, int] = field(default_factory=dict)
 
     def __post_init__(self) -> None:
         self.program = next(op for op in self.module.ops if isinstance(op, kd.ProgramOp))
@@ -112,6 +116,7 @@ class CompiledGraph:
         self._fresh_products: set[int] = set()  # result slots of oneDNN products (no out=)
         self._first_call_jobs: list | None = []  # None once the first call has run them
         step_ops = []
+        in_place = in_place_scatters(self.program, self.written_back)
         seeds = [op for op in self.program.block.ops if isinstance(op, RandomSeedOp)]
         for op in self.program.block.ops:
             if isinstance(op, RandomSeedOp):  # one draw, at the first, for all of them
@@ -130,6 +135,8 @@ class CompiledGraph:
                 self.steps.append(self._eager_step(op))
             elif isinstance(op, COMMUNICATION_OPS):
                 self.steps.append(communication_step(op, self._slot))
+            elif op in in_place:
+                self.steps.append(scatter_into_step(op, self._slot))
             elif isinstance(op, PrimOp):
                 self.steps.append(self._library_step(op))
             else:

@@ -332,6 +332,13 @@ def index_put(op: AtenOp, b: PrimBuilder) -> SSAValue:
     rest = [t.dims[k] for k in others]
     selected = rest[:start] + block + rest[start:]
     v = b.broadcast(values, selected)
+    reduce = "sum" if b.arg("accumulate") else "none"
+    if len(dims) == 1 and len(block) == 1 and not (reduce == "sum" and t.dtype in ("f16", "bf16")):
+        # One 1-d index (a KV cache written at input_pos): a scatter along that dim of
+        # x as it is, no permutes, which the runtime can do in x's own memory when x
+        # is an input the graph writes back (runtime/in_place.py).
+        iv = b.add(prim.BroadcastInDimOp(linear, selected, [start]))
+        return b.add(ScatterOp(x, iv, v, start, reduce))
     nb = len(block)
     lead = list(range(start, start + nb)) + [k for k in range(len(selected)) if not start <= k < start + nb]
     v = b.reshape(b.permute(v, lead), [count] + rest)
@@ -341,7 +348,6 @@ def index_put(op: AtenOp, b: PrimBuilder) -> SSAValue:
     iv = b.reshape(linear, [count])
     if rest:
         iv = b.add(prim.BroadcastInDimOp(iv, [count] + rest, [0]))
-    reduce = "sum" if b.arg("accumulate") else "none"
     if reduce == "sum" and t.dtype in ("f16", "bf16"):
         # CUDA's eager index_put sums each position's values (and x) in f32 and rounds
         # once; CPU's rounds after each add. Summing in f32 gives CUDA's result and is
