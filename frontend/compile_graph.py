@@ -272,6 +272,7 @@ def _compile(gm, example_inputs, options, number: int, compile_id: str | None, k
         report.codegen_s = time.perf_counter() - codegen_start
         report.total_s = time.perf_counter() - started
         reports.publish(report)
+    imported.constants = constants_on_device(imported.constants, compiled.program, device)
     call = _on_device(graph_outputs(compiled, imported), example_inputs, device)
     call = with_tokens(call, imported.effect_tokens)  # before _on_device reads the args
     call = _in_cuda_graph(call, module, device, kind, options)
@@ -325,9 +326,23 @@ def compile_captured(program: str, kernels: list[kernel_text.KernelText], declin
         trace = Trace(options, number)
         compile_kernel = kernel_compiler(codegen, device, trace, None, options["max_autotune"])
         compiled = CompiledGraph(module, compile_kernel, device, funcs={k.name: k for k in kernels})
+        constants = constants_on_device(constants, compiled.program, device)
         call = _on_device(lambda args: compiled(list(args) + constants), example_inputs, device)
         cache_log.info("graph: hit (the whole compile read from the capture cache)")
         return _boxed(_in_cuda_graph(call, module, device, "forward", options))
+
+
+def constants_on_device(constants: list, program: kd.ProgramOp, device: torch.device) -> list:
+    """The graph's tensor constants on its device. A constant torch made on the CPU (a
+    0-d tensor a model builds in forward) mixes with CUDA tensors in eager; a kernel
+    can read only its device's memory. One the program returns as it is stays put
+    (eager returns it there)."""
+    returned = set(program.block.last_op.operands) if isinstance(program.block.last_op, kd.ReturnOp) else set()
+    first = len(program.block.args) - len(constants)
+    return [
+        c.to(device) if isinstance(c, torch.Tensor) and c.device != device and program.block.args[first + i] not in returned else c
+        for i, c in enumerate(constants)
+    ]
 
 
 def _on_device(call: Callable[[list], list], example_inputs: Sequence[Any], device: torch.device) -> Callable[[list], list]:

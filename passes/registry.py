@@ -49,6 +49,12 @@ def _pow_to_mul():
     return PowToMulPass
 
 
+def _matvec_to_reduction():
+    from strata.passes.matvec_to_reduction import MatvecToReductionPass
+
+    return MatvecToReductionPass
+
+
 PASSES: dict[str, Callable[[], type[ModulePass]]] = {
     "infer-shapes": _infer_shapes,
     "decompose": _decompose,
@@ -57,11 +63,12 @@ PASSES: dict[str, Callable[[], type[ModulePass]]] = {
     "coalesce-dims": _coalesce_dims,
     "schedule-collectives": _schedule_collectives,
     "pow-to-mul": _pow_to_mul,
+    "matvec-to-reduction": _matvec_to_reduction,
 }
 
 # The pipeline a torch.compile call runs, by pass name.
-DEFAULT_PIPELINE = ("infer-shapes", "decompose", "simplify", "infer-shapes", "fuse", "coalesce-dims",
-                    "schedule-collectives")
+DEFAULT_PIPELINE = ("infer-shapes", "decompose", "simplify", "matvec-to-reduction", "infer-shapes", "fuse",
+                    "coalesce-dims", "schedule-collectives")
 
 
 # strata's dialects by name; each loads on first use (see dialects/context.py).

@@ -162,7 +162,11 @@ class Recording:
             outputs = fn(list(self.inputs))
         self.outputs: list[Any] = list(outputs)
         del outputs
-        self.tensors = [t for t in self.outputs if isinstance(t, torch.Tensor)]
+        # An output that is an input read in place (a KV cache written where it lives,
+        # runtime/in_place.py) is the caller's memory, not the pool's: a replay cannot
+        # overwrite it behind anyone's back, and its references are the caller's.
+        own = {self.inputs[i].untyped_storage().data_ptr() for i, _ in self.in_place}
+        self.tensors = [t for t in self.outputs if isinstance(t, torch.Tensor) and t.untyped_storage().data_ptr() not in own]
         self.baseline = _references(self.tensors)
 
     def matches(self, args: Sequence[Any]) -> bool:

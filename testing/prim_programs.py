@@ -51,6 +51,7 @@ EW = prim.ELEMENTWISE_OPS
 class PrimGraph(GraphBuilder):
     favour: frozenset[str] = frozenset()  # op names drawn more often (prim_programs' favour)
     constants: tuple[Any, ...] = ()  # values constant operands take (prim_programs' constants)
+    matmul_sizes: tuple[Dim, ...] = ()  # sizes a matrix product's m, k and n take (prim_programs' matmul_sizes)
 
     def emit(self, op: Operation) -> SSAValue:
         try:
@@ -292,6 +293,8 @@ def creation(draw, b: PrimGraph) -> None:
 def matmul(draw, b: PrimGraph) -> None:
     dtype = b.float_dtype
     size = st.sampled_from([2, 3, 1, symbol("s0"), 4])
+    if b.matmul_sizes:  # aimed: these three times in four
+        size = st.integers(0, 3).flatmap(lambda i: st.sampled_from(b.matmul_sizes) if i else size)
     m, k, n = draw(size), draw(size), draw(size)
 
     def matrix(dims: list[Dim]) -> SSAValue:
@@ -392,6 +395,7 @@ def prim_programs(
     float_dtypes: Sequence[str] = FLOAT_DTYPES,
     favour: Sequence[str] = (),
     constants: Sequence[float | int] = (),
+    matmul_sizes: Sequence[Dim] = (),
 ) -> st.SearchStrategy[Program]:
     """Random programs of prim ops; `steps` picks the kinds of ops (keys of STEPS).
 
@@ -400,7 +404,9 @@ def prim_programs(
     step, with operands of a dtype they accept; where one is drawn only in f32
     programs (AMPLIFYING), f32 is drawn three times in four. `constants` are values a
     constant operand of a binary op or a where takes three times in four (2.0 for
-    pow(x, 2)). Without them, the programs are those drawn before they existed. An op
+    pow(x, 2)). `matmul_sizes` are sizes a matrix product's m, k and n each take three
+    times in four ((1,) for products of one row). Without them, the programs are those
+    drawn before they existed. An op
     that `steps` do not make raises ValueError here."""
     favoured = frozenset(favour)
     ops = step_ops()
@@ -419,12 +425,14 @@ def prim_programs(
                          + (f" ({hints})" if hints else f"; it makes {', '.join(sorted(makes))}"))
     weights = {s: WEIGHTS.get(s, 1) * (4 if ops[s] & favoured else 1) for s in steps}
     f32_first = any(n.removeprefix("prim.") in AMPLIFYING for n in favoured) and "f32" in float_dtypes
-    return _prim_programs(max_ops, tuple(steps), tuple(float_dtypes), favoured, tuple(constants), weights, f32_first)
+    return _prim_programs(max_ops, tuple(steps), tuple(float_dtypes), favoured, tuple(constants), weights, f32_first,
+                          tuple(matmul_sizes))
 
 
 @st.composite
 def _prim_programs(draw, max_ops: int, steps: tuple[str, ...], float_dtypes: tuple[str, ...], favour: frozenset[str],
-                   constants: tuple[Any, ...], weights: dict[str, int], f32_first: bool) -> Program:
+                   constants: tuple[Any, ...], weights: dict[str, int], f32_first: bool,
+                   matmul_sizes: tuple[Dim, ...] = ()) -> Program:
     dtypes = ["f32"] if f32_first and draw(st.integers(0, 3)) > 0 else list(float_dtypes)
-    b = PrimGraph(float_dtype=draw(st.sampled_from(dtypes)), favour=favour, constants=constants)
+    b = PrimGraph(float_dtype=draw(st.sampled_from(dtypes)), favour=favour, constants=constants, matmul_sizes=matmul_sizes)
     return draw(program(b, STEPS, steps, max_ops, "prim", _isnan_of_first, weights))

@@ -184,3 +184,24 @@ def test_direct_launches_handle_misaligned_buffers():
     x1 = base[1:].view(64, 64)  # 4 bytes off a 16-byte boundary
     for a in (x, x1, x, x1):
         torch.testing.assert_close(f(a, y), pointwise(a, y))
+
+
+@cuda
+def test_an_output_that_is_an_input_written_in_place_replays():
+    """A KV cache scattered where it lives is returned as itself (runtime/in_place.py):
+    the caller's references to it never make the runner think a replay's output is
+    still held, so every call after the recording replays."""
+    cache = torch.zeros(4, 8, device="cuda")
+
+    def step(args):
+        c, pos, v = args
+        return [c.scatter_(0, pos.expand(1, 8), v), c.sum(0)]
+
+    runner = cuda_graphs.CudaGraphRunner(step, static={0})
+    for i in range(4):
+        v = torch.full((1, 8), float(i + 1), device="cuda")
+        out = runner([cache, torch.tensor([[i]], device="cuda"), v])
+        assert out[0] is cache
+        torch.testing.assert_close(out[1], cache.sum(0))
+    torch.testing.assert_close(cache[:, 0], torch.tensor([1.0, 2.0, 3.0, 4.0], device="cuda"))
+    assert runner.plain_calls == 1 and runner.replays == 3

@@ -47,6 +47,7 @@ PASS_INPUTS: dict[str, tuple[str, ...]] = {
     "fuse": ("prim", "decomposed"),
     "coalesce-dims": ("fused",),
     "pow-to-mul": ("prim", "decomposed"),
+    "matvec-to-reduction": ("prim", "decomposed"),  # generated graphs name no device: aimed below with device="cuda"
     "schedule-collectives": ("fused",),  # no collectives there: it must leave them alone (tests/test_schedule_collectives.py aims at them)
 }
 PREPARE = {"aten": [], "prim": [], "decomposed": ["infer-shapes", "decompose"], "fused": ["fuse"]}
@@ -199,6 +200,30 @@ def test_pow_to_mul_keeps_values_of_squares(program):
     remember(program, "-p pow-to-mul")
     problem = check_pipeline(program, ["pow-to-mul"])
     assert problem is None, report(program, "-p pow-to-mul", f"pow-to-mul changed the program's values: {problem}")
+
+
+# Matrix products of one row, rewritten as on a GPU.
+ROW_PRODUCTS = sst.prim_programs(favour=("prim.mm", "prim.addmm"), matmul_sizes=(1,))
+ON_CUDA = 'matvec-to-reduction{device="cuda"}'
+
+
+def test_row_products_reach_matvec_to_reduction():
+    found = reach(ON_CUDA, ROW_PRODUCTS, examples=100)
+    assert found.fraction() >= 0.2, f"the aimed programs no longer reach the pattern: {found}"
+
+
+@given(program=ROW_PRODUCTS)
+def test_matvec_to_reduction_keeps_values_of_row_products(program):
+    from strata.dialects.context import strata_context
+    from strata.passes.matvec_to_reduction import MatvecToReductionPass
+
+    assume(known_bug(program) is None)
+    remember(program, f"-p '{ON_CUDA}'")
+    after = program.module.clone()
+    MatvecToReductionPass(device="cuda").apply(strata_context(), after)
+    after.verify()
+    problem = check_values(program.module, after, program.spec)
+    assert problem is None, report(program, f"-p '{ON_CUDA}'", f"matvec-to-reduction changed the program's values: {problem}")
 
 
 @pytest.mark.parametrize(

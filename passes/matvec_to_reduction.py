@@ -1,0 +1,133 @@
+"""matvec-to-reduction: a matrix product of one row, [1, k] × [k, n], on a GPU, as a
+sum over k of products in f32 — a reduction kernel instead of a cuBLAS call.
+
+Batch-1 decoding runs every linear layer on one row: each weight element is read once
+and used once, so the product is bound by the weight's bytes, not by arithmetic, and
+cuBLAS's GEMM tiles (built for many rows) leave much of the bandwidth unused. Written
+as `convert(sum(convert(a, f32) * convert(b, f32), k), dtype)`, the product becomes
+one of strata's reduction kernels, which reads the weight as rows along k and fuses
+what surrounds it (a bias, SwiGLU's product, a residual add) as an epilogue. The
+products of two f16/bf16 or f32 numbers summed in f32 are what cuBLAS computes before
+its one rounding; only the order of the sum differs.
+
+Only on CUDA (the graph's `strata.device`; on the CPU oneDNN's GEMV stays), only for
+one row (with m rows the weight would be read m times over), and only for f16, bf16,
+and f32 where TF32 is off (with TF32 on, eager's product rounds its inputs to TF32,
+which this sum would not).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import torch
+from xdsl.context import Context
+from xdsl.dialects.builtin import ModuleOp, StringAttr
+from xdsl.ir import Operation, SSAValue
+from xdsl.passes import ModulePass
+from xdsl.pattern_rewriter import GreedyRewritePatternApplier, PatternRewriter, PatternRewriteWalker
+from xdsl.pattern_rewriter import RewritePattern, op_type_rewrite_pattern
+
+from strata.dialects import prim
+from strata.dialects.types import TensorType, sym
+
+MUL, ADD = prim.ELEMENTWISE_OPS["mul"], prim.ELEMENTWISE_OPS["add"]
+SUM = prim.REDUCTION_OPS["sum"]
+DTYPES = ("f16", "bf16", "f32")
+
+
+def _device(op: Operation) -> str | None:
+    parent = op.parent_op()
+    while parent is not None and "strata.device" not in parent.attributes:
+        parent = parent.parent_op()
+    attr = parent.attributes.get("strata.device") if parent is not None else None
+    return attr.data if isinstance(attr, StringAttr) else None
+
+
+def _eligible(op: Operation, a: SSAValue, b: SSAValue, device: str) -> bool:
+    ta, tb = a.type, b.type
+    if not (isinstance(ta, TensorType) and isinstance(tb, TensorType)) or ta.dtype not in DTYPES:
+        return False
+    if ta.dtype == "f32" and torch.backends.cuda.matmul.allow_tf32:
+        return False
+    return sym(ta.dims[0]) == 1 and (device or _device(op)) == "cuda"
+
+
+def _sourced(o: Operation, like: Operation) -> Operation:
+    """o, carrying the aten op `like` came from (for traces and errors)."""
+    if "strata.source" in like.attributes:
+        o.attributes["strata.source"] = like.attributes["strata.source"]
+    return o
+
+
+def _row_product(rewriter: PatternRewriter, op: Operation, a: SSAValue, b: SSAValue) -> SSAValue:
+    """sum_k a[0, k] · b[k, n] in f32, as [1, n] (not yet rounded)."""
+    k, n = b.type.dims
+
+    def add(o: Operation) -> SSAValue:
+        rewriter.insert_op(_sourced(o, op))
+        return o.results[0]
+
+    a32 = a if a.type.dtype == "f32" else add(prim.ConvertElementTypeOp(a, "f32"))
+    b32 = b if b.type.dtype == "f32" else add(prim.ConvertElementTypeOp(b, "f32"))
+    column = add(prim.BroadcastInDimOp(add(prim.ReshapeOp(a32, [k])), [k, n], [0]))  # a[0, k] along n
+    total = add(SUM(add(MUL(column, b32)), [0]))
+    return add(prim.ReshapeOp(total, [1, n]))
+
+
+@dataclass
+class MatvecToReduction(RewritePattern):
+    device: str = ""
+
+    @op_type_rewrite_pattern
+    def match_and_rewrite(self, op: prim.MmOp, rewriter: PatternRewriter) -> None:
+        if not _eligible(op, op.a, op.b, self.device):
+            return
+        row = _row_product(rewriter, op, op.a, op.b)
+        if op.a.type.dtype == "f32":
+            rewriter.replace_matched_op([], [row])
+        else:
+            rewriter.replace_matched_op(_sourced(prim.ConvertElementTypeOp(row, op.result.type.dtype), op))
+
+
+@dataclass
+class AddmmRowToReduction(RewritePattern):
+    """bias + a × b with one row: the bias added in f32 before the one rounding, as
+    eager's addmm adds it."""
+
+    device: str = ""
+
+    @op_type_rewrite_pattern
+    def match_and_rewrite(self, op: prim.AddmmOp, rewriter: PatternRewriter) -> None:
+        if not _eligible(op, op.a, op.b, self.device):
+            return
+        row = _row_product(rewriter, op, op.a, op.b)
+        bias = op.bias
+
+        def add(o: Operation) -> SSAValue:
+            rewriter.insert_op(_sourced(o, op))
+            return o.results[0]
+
+        if bias.type.dtype != "f32":
+            bias = add(prim.ConvertElementTypeOp(bias, "f32"))
+        if tuple(bias.type.dims) != tuple(row.type.dims):
+            bias = add(prim.BroadcastInDimOp(bias, list(row.type.dims), list(range(2 - bias.type.rank, 2))))
+        total = _sourced(ADD(row, bias), op)
+        if op.a.type.dtype == "f32":
+            rewriter.replace_matched_op(total)
+            return
+        rewriter.insert_op(total)
+        rewriter.replace_matched_op(_sourced(prim.ConvertElementTypeOp(total.results[0], op.result.type.dtype), op))
+
+
+@dataclass(frozen=True)
+class MatvecToReductionPass(ModulePass):
+    """`device`: the device to rewrite for, instead of the graph's own `strata.device`
+    ("cuda" rewrites a program that names none, as strata-opt's input may)."""
+
+    name = "matvec-to-reduction"
+    device: str = ""
+
+    def apply(self, ctx: Context, op: ModuleOp) -> None:
+        patterns = [MatvecToReduction(self.device), AddmmRowToReduction(self.device)]
+        PatternRewriteWalker(GreedyRewritePatternApplier(patterns)).rewrite_module(op)
