@@ -337,12 +337,15 @@ def constants_on_device(constants: list, program: kd.ProgramOp, device: torch.de
     0-d tensor a model builds in forward) mixes with CUDA tensors in eager; a kernel
     can read only its device's memory. One the program returns as it is stays put
     (eager returns it there)."""
+    from torch._subclasses.fake_tensor import unset_fake_temporarily
+
     returned = set(program.block.last_op.operands) if isinstance(program.block.last_op, kd.ReturnOp) else set()
     first = len(program.block.args) - len(constants)
-    return [
-        c.to(device) if isinstance(c, torch.Tensor) and c.device != device and program.block.args[first + i] not in returned else c
-        for i, c in enumerate(constants)
-    ]
+    with unset_fake_temporarily():  # a compile runs under Dynamo's fake mode: these are real tensors
+        return [
+            c.to(device) if isinstance(c, torch.Tensor) and c.device != device and program.block.args[first + i] not in returned else c
+            for i, c in enumerate(constants)
+        ]
 
 
 def _on_device(call: Callable[[list], list], example_inputs: Sequence[Any], device: torch.device) -> Callable[[list], list]:

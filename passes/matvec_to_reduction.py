@@ -25,6 +25,7 @@ from xdsl.context import Context
 from xdsl.dialects.builtin import ModuleOp, StringAttr
 from xdsl.ir import Operation, SSAValue
 from xdsl.passes import ModulePass
+from xdsl.rewriter import InsertPoint
 from xdsl.pattern_rewriter import GreedyRewritePatternApplier, PatternRewriter, PatternRewriteWalker
 from xdsl.pattern_rewriter import RewritePattern, op_type_rewrite_pattern
 
@@ -65,7 +66,7 @@ def _row_product(rewriter: PatternRewriter, op: Operation, a: SSAValue, b: SSAVa
     k, n = b.type.dims
 
     def add(o: Operation) -> SSAValue:
-        rewriter.insert_op(_sourced(o, op))
+        rewriter.insert(_sourced(o, op), InsertPoint.before(op))
         return o.results[0]
 
     a32 = a if a.type.dtype == "f32" else add(prim.ConvertElementTypeOp(a, "f32"))
@@ -85,9 +86,9 @@ class MatvecToReduction(RewritePattern):
             return
         row = _row_product(rewriter, op, op.a, op.b)
         if op.a.type.dtype == "f32":
-            rewriter.replace_matched_op([], [row])
+            rewriter.replace(op, [], [row])
         else:
-            rewriter.replace_matched_op(_sourced(prim.ConvertElementTypeOp(row, op.result.type.dtype), op))
+            rewriter.replace(op, _sourced(prim.ConvertElementTypeOp(row, op.result.type.dtype), op))
 
 
 @dataclass
@@ -105,7 +106,7 @@ class AddmmRowToReduction(RewritePattern):
         bias = op.bias
 
         def add(o: Operation) -> SSAValue:
-            rewriter.insert_op(_sourced(o, op))
+            rewriter.insert(_sourced(o, op), InsertPoint.before(op))
             return o.results[0]
 
         if bias.type.dtype != "f32":
@@ -114,10 +115,10 @@ class AddmmRowToReduction(RewritePattern):
             bias = add(prim.BroadcastInDimOp(bias, list(row.type.dims), list(range(2 - bias.type.rank, 2))))
         total = _sourced(ADD(row, bias), op)
         if op.a.type.dtype == "f32":
-            rewriter.replace_matched_op(total)
+            rewriter.replace(op, total)
             return
-        rewriter.insert_op(total)
-        rewriter.replace_matched_op(_sourced(prim.ConvertElementTypeOp(total.results[0], op.result.type.dtype), op))
+        rewriter.insert(total, InsertPoint.before(op))
+        rewriter.replace(op, _sourced(prim.ConvertElementTypeOp(total.results[0], op.result.type.dtype), op))
 
 
 @dataclass(frozen=True)

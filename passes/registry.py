@@ -55,6 +55,12 @@ def _matvec_to_reduction():
     return MatvecToReductionPass
 
 
+def _fold_grouped_attention():
+    from strata.passes.grouped_attention import FoldGroupedAttentionPass
+
+    return FoldGroupedAttentionPass
+
+
 PASSES: dict[str, Callable[[], type[ModulePass]]] = {
     "infer-shapes": _infer_shapes,
     "decompose": _decompose,
@@ -64,11 +70,12 @@ PASSES: dict[str, Callable[[], type[ModulePass]]] = {
     "schedule-collectives": _schedule_collectives,
     "pow-to-mul": _pow_to_mul,
     "matvec-to-reduction": _matvec_to_reduction,
+    "fold-grouped-attention": _fold_grouped_attention,
 }
 
 # The pipeline a torch.compile call runs, by pass name.
-DEFAULT_PIPELINE = ("infer-shapes", "decompose", "simplify", "matvec-to-reduction", "infer-shapes", "fuse",
-                    "coalesce-dims", "schedule-collectives")
+DEFAULT_PIPELINE = ("infer-shapes", "decompose", "simplify", "matvec-to-reduction", "fold-grouped-attention",
+                    "infer-shapes", "fuse", "coalesce-dims", "schedule-collectives")
 
 
 # strata's dialects by name; each loads on first use (see dialects/context.py).

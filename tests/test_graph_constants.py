@@ -41,3 +41,15 @@ def test_cpu_scalar_made_in_forward_of_a_cuda_graph():
     for g, w in zip(got, want):
         assert g.device == w.device
         torch.testing.assert_close(g, w)
+
+
+def test_moved_constants_are_real_tensors_under_a_fake_mode():
+    """A compile runs under Dynamo's FakeTensorMode: a constant moved there must still
+    be a real tensor that a kernel can read."""
+    from torch._subclasses.fake_tensor import FakeTensor, FakeTensorMode
+
+    program = next(op for op in parse_module(PROGRAM).ops if isinstance(op, kd.ProgramOp))
+    constants = [torch.tensor(3.0), torch.tensor(4.0)]
+    with FakeTensorMode():
+        moved = constants_on_device(constants, program, torch.device("meta"))
+    assert not isinstance(moved[0], FakeTensor)

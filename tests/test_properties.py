@@ -48,6 +48,7 @@ PASS_INPUTS: dict[str, tuple[str, ...]] = {
     "coalesce-dims": ("fused",),
     "pow-to-mul": ("prim", "decomposed"),
     "matvec-to-reduction": ("prim", "decomposed"),  # generated graphs name no device: aimed below with device="cuda"
+    "fold-grouped-attention": ("prim", "decomposed"),  # no repeated heads there: tests/test_grouped_attention.py aims at them
     "schedule-collectives": ("fused",),  # no collectives there: it must leave them alone (tests/test_schedule_collectives.py aims at them)
 }
 PREPARE = {"aten": [], "prim": [], "decomposed": ["infer-shapes", "decompose"], "fused": ["fuse"]}
