@@ -102,8 +102,9 @@ class Decoder:
         self.device = device
 
     @torch.no_grad()
-    def generate(self, prompt: torch.Tensor, n: int) -> tuple[list[int], float, torch.Tensor]:
-        """Greedy tokens after the prompt, decode seconds (after the prefill), logits of the prompt."""
+    def generate(self, prompt: torch.Tensor, n: int, margins: list | None = None) -> tuple[list[int], float, torch.Tensor]:
+        """Greedy tokens after the prompt, decode seconds (after the prefill), logits of
+        the prompt; `margins` gets each step's gap between the top two logits."""
         t = prompt.shape[1]
         logits = self.prefill(prompt, torch.arange(t, device=self.device))
         token = logits[:, -1].argmax(-1, keepdim=True)
@@ -114,6 +115,9 @@ class Decoder:
             pos = torch.tensor([t + i], device=self.device)
             step_logits = self.step(token.clone(), pos)
             token = step_logits[:, -1].argmax(-1, keepdim=True)
+            if margins is not None:
+                top = step_logits[0, -1].float().topk(2).values
+                margins.append(float(top[0] - top[1]))
             out.append(token)
         sync(self.device)
         seconds = time.perf_counter() - t0
@@ -149,9 +153,15 @@ def decode_part(base: Llama, args, device: str, floor_tps: float, log) -> dict:
             log(f"  profile of {kind}'s decode ({args.tokens} tokens):")
             log(profile_table(lambda: decoders[kind].generate(prompt, args.tokens)))
     if "eager" in sequences:
+        # Greedy tokens against eager's: where they first differ, how close eager's top
+        # two logits were there (a near tie is decided by rounding, not by the compiler).
+        margins: list[float] = []
+        sequences["eager"] = decoders["eager"].generate(prompt, args.tokens, margins)[0]
         result["tokens_match_eager"] = {k: sequences[k] == sequences["eager"] for k in sequences}
-        result["first_mismatch"] = {k: next((i for i, (a, b) in enumerate(zip(sequences[k], sequences["eager"])) if a != b), None)
-                                    for k in sequences}
+        first = {k: next((i for i, (a, b) in enumerate(zip(sequences[k], sequences["eager"])) if a != b), None) for k in sequences}
+        result["first_mismatch"] = first
+        result["eager_margin_there"] = {k: (margins[i - 1] if i else None) if i is not None else None for k, i in first.items()}
+        result["eager_min_margin"] = min(margins) if margins else None
     return result
 
 
@@ -273,7 +283,9 @@ def main(argv: list[str] | None = None) -> int:
             r = results["decode"] = decode_part(base, args, device, floor, log)
             log("decode tokens/s: " + ratios(r["tokens_per_s"]))
             log("  share of floor: " + ", ".join(f"{k} {v / floor:.0%}" for k, v in r["tokens_per_s"].items()))
-            log(f"  greedy tokens match eager: {r.get('tokens_match_eager')}, fallbacks {r['fallbacks']}")
+            log(f"  greedy tokens match eager: {r.get('tokens_match_eager')}, first mismatch {r.get('first_mismatch')}, "
+                f"eager's top-2 logit gap there {r.get('eager_margin_there')} (smallest gap {r.get('eager_min_margin')}); "
+                f"fallbacks {r['fallbacks']}")
         if "prefill" in parts:
             r = results["prefill"] = prefill_part(base, args, device, log)
             log("prefill tokens/s: " + ratios(r["tokens_per_s"]) + f"; max |err| vs eager {r['max_abs_err_vs_eager']}")
