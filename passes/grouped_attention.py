@@ -10,7 +10,9 @@ instead: query head kv·G + g at position l becomes row g·L + l of kv head kv,
     sdpa(q [B, Hkv·G, L, E], repeat(k), repeat(v), mask)
       = reshape(sdpa(reshape(q, [B, Hkv, G·L, E]), k, v, reshape(mask [B, Hkv·G, L, S], [B, Hkv, G·L, S])))
 
-so K and V are read once per kv head, and nothing is repeated but the mask's rows.
+so K and V are read once per kv head. A mask shared by the heads stays shared (a decode
+step's is unchanged); only a per-head mask or one of several query rows is laid out
+again for the folded rows.
 
 Only where that pays and is exact: L static and at most MAX_ROWS (decoding; a long
 prefill would repeat the mask instead of K and V), no `is_causal` (whose triangle
@@ -68,6 +70,26 @@ def repeated_heads(v: SSAValue) -> tuple[SSAValue, int] | None:
     return x, g
 
 
+def folded_mask(mask: SSAValue, add, b, h, hkv, g: int, length: int, s) -> SSAValue:
+    """The mask of the folded rows. A mask the same for every head (dim 1 of size 1)
+    stays one for all heads, broadcast as attention takes it (a decode step's mask,
+    one row over the keys, is then unchanged); a per-head mask is laid out as the
+    rows are."""
+    dims = list(mask.type.dims)
+    if len(dims) < 4:
+        mask = add(prim.ReshapeOp(mask, [1] * (4 - len(dims)) + dims))
+        dims = [1] * (4 - len(dims)) + dims
+    if sym(dims[1]) == 1:
+        if length == 1 or sym(dims[2]) == 1:
+            return mask
+        rows = add(prim.BroadcastInDimOp(mask, [dims[0], 1, g, length, dims[3]], [0, 1, 3, 4]))
+        return add(prim.ReshapeOp(rows, [dims[0], 1, g * length, dims[3]]))
+    full = [b, h, length, s]
+    if tuple(dims) != tuple(full):
+        mask = add(prim.BroadcastInDimOp(mask, full, [0, 1, 2, 3]))
+    return add(prim.ReshapeOp(mask, [b, hkv, g * length, s]))
+
+
 @dataclass
 class FoldGroupedAttention(RewritePattern):
     @op_type_rewrite_pattern
@@ -97,13 +119,9 @@ class FoldGroupedAttention(RewritePattern):
         q2 = add(prim.ReshapeOp(q, [b, hkv, rows, e]))
         m2 = None
         if mask is not None:
-            mt = mask.type
-            full = [b, h, length, s]
-            if mt.rank > 4:
+            if mask.type.rank > 4:
                 return
-            if tuple(mt.dims) != tuple(full):
-                mask = add(prim.BroadcastInDimOp(mask, full, list(range(4 - mt.rank, 4))))
-            m2 = add(prim.ReshapeOp(mask, [b, hkv, rows, s]))
+            m2 = folded_mask(mask, add, b, h, hkv, g, length, s)
         scale = op.scale.value.data if op.scale is not None else None
         folded = add(ScaledDotProductAttentionOp(q2, kk, vv, m2, False, scale))
         out = prim.ReshapeOp(folded, list(op.result.type.dims))

@@ -2,7 +2,8 @@
 few queries reads K and V once per kv head, with the values of the attention over the
 repeated heads. Programs are drawn for it (no generic program holds a repeated-head
 attention): batch, kv heads, group, queries, keys, head size, the two forms of the
-repeat, and no mask, a boolean mask over keys, or an additive mask per head."""
+repeat, and no mask, a boolean mask over keys or over queries and keys shared by the
+heads, or an additive mask per head."""
 
 from __future__ import annotations
 
@@ -40,8 +41,8 @@ def grouped_attention(draw) -> str:
     b, hkv, g = draw(st.integers(1, 2)), draw(st.integers(1, 3)), draw(st.integers(2, 4))
     length, s, e = draw(st.integers(1, 4)), draw(st.integers(1, 9)), draw(st.sampled_from([4, 8]))
     h = hkv * g
-    mask = draw(st.sampled_from(["none", "keys", "per-head"]))
-    mdims, mtype = {"keys": ([1, 1, 1, s], "i1"), "per-head": ([b, h, length, s], "f32")}.get(mask, (None, None))
+    mask = draw(st.sampled_from(["none", "keys", "rows", "per-head"]))
+    mdims, mtype = {"keys": ([1, 1, 1, s], "i1"), "rows": ([1, 1, length, s], "i1"), "per-head": ([b, h, length, s], "f32")}.get(mask, (None, None))
     args = [f"%q: {_t([b, h, length, e])}", f"%k: {_t([b, hkv, s, e])}", f"%v: {_t([b, hkv, s, e])}"]
     if mdims:
         args.append(f"%m: {_t(mdims, mtype)}")
