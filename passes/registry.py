@@ -74,8 +74,12 @@ PASSES: dict[str, Callable[[], type[ModulePass]]] = {
 }
 
 # The pipeline a torch.compile call runs, by pass name.
-DEFAULT_PIPELINE = ("infer-shapes", "decompose", "simplify", "matvec-to-reduction", "fold-grouped-attention",
-                    "infer-shapes", "fuse", "coalesce-dims", "schedule-collectives")
+# fold-grouped-attention is not in it: cuDNN's attention runs one block per (batch,
+# head) over all keys, so folding a decode step's query heads into their kv heads
+# leaves too few blocks (slower on an H200, docs/performance.md); opt in with
+# extra_passes until a split-K decode attention runs the folded form.
+DEFAULT_PIPELINE = ("infer-shapes", "decompose", "simplify", "matvec-to-reduction", "infer-shapes", "fuse",
+                    "coalesce-dims", "schedule-collectives")
 
 
 # strata's dialects by name; each loads on first use (see dialects/context.py).
