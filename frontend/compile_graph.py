@@ -304,9 +304,12 @@ def _in_cuda_graph(call: Callable[[list], list], module: ModuleOp, device: torch
     # with the host on each call: no CUDA graph can record that, as in Inductor.
     from strata.runtime.data_dependent import reads_data_on_host
 
-    if options["triton.cudagraphs"] and not reads_data_on_host(module):
-        return cuda_graphs.wrap(call, device, kind)
-    return call
+    if not options["triton.cudagraphs"]:
+        return call
+    if reads_data_on_host(module):
+        cuda_graphs.log.info("no CUDA graph: the graph reads tensor data on the host (nonzero, item(), a size from data)")
+        return call
+    return cuda_graphs.wrap(call, device, kind)
 
 
 def compile_captured(program: str, kernels: list[kernel_text.KernelText], declines: list, constants: list[torch.Tensor],

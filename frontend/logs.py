@@ -33,6 +33,7 @@ COMPONENTS: dict[str, str] = {
     "fusion": "each kernel formed and the bytes it saves (+fusion: every decision and what blocked it)",
     "codegen": "each kernel compiled: back end, size, time; kernels that fall back to the interpreter",
     "cache": "the kernel cache: a hit or a miss for each kernel (+cache: the files read and written)",
+    "cudagraphs": "reduce-overhead: each graph that is not replayed as a CUDA graph, and why",
     "ir": "artifact: the whole IR after each pass",
     "output_code": "artifact: the source of each generated kernel",
 }

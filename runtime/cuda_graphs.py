@@ -31,12 +31,16 @@ which is announced once) calls go to the graph unchanged.
 
 from __future__ import annotations
 
+import logging
 import sys
 import warnings
 from collections.abc import Callable, Sequence
 from typing import Any
 
 import torch
+
+# Why a graph is not replayed (STRATA_LOGS=cudagraphs): each reason once per runner.
+log = logging.getLogger("strata.cudagraphs")
 
 # Recordings of one signature (each holds its outputs and its memory pool).
 MAX_RECORDINGS = 3
@@ -63,6 +67,7 @@ def static_input_indices(kind: str) -> set[int]:
 def wrap(fn: Callable[[list], list], device: torch.device, kind: str = "forward") -> Callable[[list], list]:
     """`fn` replayed as CUDA graphs on a CUDA device, or `fn` itself elsewhere."""
     if torch.device(device).type != "cuda" or not torch.cuda.is_available():
+        log.info("no CUDA graph: the graph runs on %s", torch.device(device).type if torch.device(device).type != "cuda" else "a machine without CUDA")
         return fn
     return CudaGraphRunner(fn, static_input_indices(kind))
 
@@ -76,14 +81,22 @@ class CudaGraphRunner:
         self.broken = False
         self.replays = 0
         self.plain_calls = 0
+        self.said: set[str] = set()
+
+    def _say(self, reason: str) -> None:
+        if reason not in self.said:
+            self.said.add(reason)
+            log.info("a call runs without its CUDA graph: %s", reason)
 
     def __call__(self, args: list) -> list:
         key = None if self.broken else self._signature(args)
         if key is None:
+            self._say("its capture failed" if self.broken else "an argument off the GPU, or of a kind a graph cannot hold")
             return self._plain(args)
         recordings = self.recordings.get(key)
         if recordings is None:
             if len(self.recordings) >= MAX_SIGNATURES:
+                self._say(f"more than {MAX_SIGNATURES} argument signatures (shapes, strides, scalars)")
                 return self._plain(args)
             self.recordings[key] = []  # warm-up: compile, autotune, allocate
             self.addresses[key] = _addresses(args)
@@ -93,6 +106,7 @@ class CudaGraphRunner:
                 self.replays += 1
                 return rec.replay(args)
         if len(recordings) >= MAX_RECORDINGS:
+            self._say(f"the outputs of all {MAX_RECORDINGS} recordings of its signature are still held")
             return self._plain(args)
         previous, self.addresses[key] = self.addresses[key], _addresses(args)
         in_place = [

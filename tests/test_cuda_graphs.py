@@ -30,6 +30,18 @@ def test_reduce_overhead_falls_back_on_cpu(codegen):
         torch.testing.assert_close(f(x, y), pointwise(x, y))
 
 
+def test_a_graph_not_recorded_says_why(caplog):
+    """reduce-overhead that does not apply names its reason (STRATA_LOGS=cudagraphs)."""
+    torch._dynamo.reset()
+    with caplog.at_level("INFO", logger="strata.cudagraphs"):
+        strata.compile(pointwise, mode="reduce-overhead")(torch.randn(5, 7), torch.randn(5, 7))
+        with torch._dynamo.config.patch(capture_dynamic_output_shape_ops=True):  # x[x > 0] in the graph
+            strata.compile(lambda x: x[x > 0] * 2, mode="reduce-overhead")(torch.randn(8))
+    lines = [r.getMessage() for r in caplog.records if r.name == "strata.cudagraphs"]
+    assert "no CUDA graph: the graph runs on cpu" in lines
+    assert any("reads tensor data on the host" in line for line in lines)
+
+
 def test_wrap_is_the_identity_off_the_gpu():
     fn = lambda args: [args[0] + 1]  # noqa: E731
     assert cuda_graphs.wrap(fn, torch.device("cpu")) is fn
