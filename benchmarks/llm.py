@@ -196,6 +196,10 @@ def prefill_part(base: Llama, args, device: str, log) -> dict:
                 fn()
                 sync(device)
                 times[kind].append(time.perf_counter() - t0)
+    for kind in args.profile.split(",") if args.profile else []:
+        log(f"  profile of {kind}'s prefill:")
+        with torch.no_grad():
+            log(profile_table(fns[kind]))
     ref = outs.get("eager")
     return {"tokens_per_s": {k: args.prefill / statistics.median(v) for k, v in times.items()},
             "max_abs_err_vs_eager": {k: float((o - ref).abs().max()) for k, o in outs.items()} if ref is not None else {}}
@@ -227,6 +231,9 @@ def train_part(args, device: str, dtype: torch.dtype, log) -> dict:
             losses[kind] = [float(step()) for _ in range(3)]
         log(f"  train {kind}: losses {losses[kind]}, {len(fb.messages)} strata warnings")
         steps[kind] = step
+    for kind in args.profile.split(",") if args.profile else []:
+        log(f"  profile of {kind}'s training step:")
+        log(profile_table(steps[kind]))
     times = {k: [] for k in kinds}
     for _ in range(args.rounds):
         for kind, fn in steps.items():
@@ -262,7 +269,7 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--train-batch", type=int, default=8)
     p.add_argument("--train-seq", type=int, default=512)
     p.add_argument("--rounds", type=int, default=5)
-    p.add_argument("--profile", default="", help="contenders whose decode is profiled (kernels by time)")
+    p.add_argument("--profile", default="", help="contenders whose decode, prefill and training step are profiled (kernels by time)")
     p.add_argument("--out", default=None, help="a directory for llm.json")
     args = p.parse_args(argv)
     device, dtype = args.device, DTYPES[args.dtype]
