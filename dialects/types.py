@@ -8,6 +8,8 @@ kernel dialect's index expressions.
 
 from __future__ import annotations
 
+from typing import Any
+
 import contextlib
 import contextvars
 from collections.abc import Iterable, Sequence
@@ -366,20 +368,39 @@ def bound_symbols(bindings: dict[str, int]):
 def concrete(dims: Iterable[Dim], bindings: dict[str, int] | None = None) -> list[int]:
     """Dims as ints, under `bindings` or the ones `bound_symbols` set."""
     env = _BINDINGS.get() if bindings is None else bindings
-    out = []
-    for d in dims:
-        if isinstance(d, int):
-            out.append(d)
-            continue
-        d = sym(d)
-        if d.is_Integer:
-            out.append(int(d))
-            continue
-        missing = [s.name for s in d.free_symbols if s.name not in env]
-        if missing:
-            raise ValueError(f"no value bound for shape symbol(s) {', '.join(sorted(missing))}")
-        out.append(int(d.subs({s: env[s.name] for s in d.free_symbols})))
-    return out
+    return [d if isinstance(d, int) else _value_of(d, env) for d in dims]
+
+
+# A reference op of a graph with symbolic sizes evaluates its dims at every call, with
+# the same few bindings each time: each dim's expression and symbols are parsed once,
+# and its value is kept per binding of those symbols (sympy's subs, exact, costs
+# tens of microseconds; a graph of a few hundred such ops spent most of its host time there).
+_PARSED: dict[Any, tuple[sympy.Expr, tuple[str, ...]]] = {}
+_VALUES: dict[tuple, int] = {}
+_MAX_VALUES = 1 << 16
+
+
+def _value_of(d: Dim, env: dict[str, int]) -> int:
+    parsed = _PARSED.get(d)
+    if parsed is None:
+        e = sym(d)
+        parsed = _PARSED[d] = (e, tuple(sorted(s.name for s in e.free_symbols)))
+    e, names = parsed
+    if not names:
+        return int(e)
+    try:
+        values = tuple([env[n] for n in names])
+    except KeyError:
+        missing = [n for n in names if n not in env]
+        raise ValueError(f"no value bound for shape symbol(s) {', '.join(missing)}") from None
+    key = (d, values)
+    v = _VALUES.get(key)
+    if v is None:
+        v = int(e.subs({s: env[s.name] for s in e.free_symbols}))
+        if len(_VALUES) >= _MAX_VALUES:
+            _VALUES.clear()
+        _VALUES[key] = v
+    return v
 
 
 def from_torch_sympy(expr: sympy.Expr) -> sympy.Expr:

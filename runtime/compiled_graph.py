@@ -42,7 +42,7 @@ from strata.dialects.prim_attention_training import FUSED_ATTENTION_OPS, fused_a
 from strata.dialects.prim_complex import COMPLEX_VIEW_OPS
 from strata.dialects.prim_convolution_backward import CONVOLUTION_BACKWARD_OPS
 from strata.dialects.prim_random import RandomSeedOp
-from strata.dialects.types import DTYPES, Dim, TensorType, bound_symbols, sym
+from strata.dialects.types import DTYPES, Dim, TensorType, bound_symbols, concrete, sym
 from strata.runtime.convolution_backward import convolution_backward_step
 from strata.runtime.allocation import contiguous_strides, fast_empty_strided, relayout
 from strata.runtime.cpu_linear import onednn_product
@@ -431,6 +431,15 @@ class CompiledGraph:
 
             return multi_step
 
+        symbolic_view = symbolic_view_call(op)
+        if symbolic_view is not None:  # a view sized by symbols: its dims read once, here
+            (x,) = operands
+
+            def view(regs: list, env: dict) -> None:
+                regs[result] = symbolic_view(regs[x], env)
+
+            return view
+
         def step(regs: list, env: dict) -> None:
             with bound_symbols(env):
                 out = op.reference(*[regs[i] for i in operands])
@@ -568,6 +577,28 @@ def relayout_results(program: kd.ProgramOp, results: Sequence[SSAValue]) -> list
             continue  # the kernel writes it in eager's layout (fusion's result_layouts)
         relayouts.append((v, strides))
     return relayouts
+
+
+def symbolic_view_call(op: PrimOp) -> Callable[[torch.Tensor, dict], torch.Tensor] | None:
+    """`f(x, env)` doing what a reshape or broadcast_in_dim of symbolic dims does, with
+    its dims and broadcast read from the op once (its reference reads them from the
+    op's attributes at every call)."""
+    if isinstance(op, prim.ReshapeOp):
+        dims = list(op.result.type.dims)
+        return lambda x, env: x.reshape(concrete(dims, env))
+    if isinstance(op, prim.BroadcastInDimOp):
+        dims = list(op.result.type.dims)
+        bd = list(op.broadcast_dimensions.get_values())
+        rank = len(dims)
+
+        def broadcast(x: torch.Tensor, env: dict) -> torch.Tensor:
+            view = [1] * rank
+            for i, b in enumerate(bd):
+                view[b] = x.shape[i]
+            return x.reshape(view).expand(concrete(dims, env))
+
+        return broadcast
+    return None
 
 
 def _inline_launch(func: Kernel, call: str, ins: list[int], planned: list, names: Sequence[str],
