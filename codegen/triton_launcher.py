@@ -121,7 +121,7 @@ class LauncherSource:
         base = list(self.src.buffers.values()) + self.src.used_symbols
         base_numels = [n for n, e in (("xnumel", self.src.xnumel), ("rnumel", self.src.rnumel)) if e.free_symbols]
         xnumel = str(int(self.src.xnumel)) if static else "xnumel"
-        grid = f"{-(-int(self.src.xnumel) // int(val('xblock')))}" if static else f"triton.cdiv(xnumel, {val('xblock')})"
+        grid = f"{-(-int(self.src.xnumel) // int(val('xblock')))}" if static else cdiv_code("xnumel", val("xblock"))
         warps = f"num_warps={val('num_warps')}"
         if variant != "split":
             args = ", ".join([*base, *base_numels])
@@ -138,7 +138,7 @@ class LauncherSource:
         else:
             lines = [
                 f"split = {val('split')}",
-                f"rchunk = triton.cdiv(triton.cdiv({rnumel}, split), {val('rblock')}) * {val('rblock')}",
+                f"rchunk = {cdiv_code(cdiv_code(rnumel, 'split'), val('rblock'))} * {val('rblock')}",
                 "cblock = next_power_of_2(split)",
                 "cx = max(1, min(64, 2048 // cblock))",
             ]
@@ -154,7 +154,7 @@ class LauncherSource:
             return lines
         lines.append(f"{names['split']}[({grid}, split)]({args}, rchunk, {blocks}, {self.options}, {warps})")
         lines.append(
-            f"{names['combine']}[(triton.cdiv({xnumel}, cx),)]({args}, split, XBLOCK=cx, RBLOCK=cblock, {self.options}, "
+            f"{names['combine']}[({cdiv_code(xnumel, 'cx')},)]({args}, split, XBLOCK=cx, RBLOCK=cblock, {self.options}, "
             f"num_warps=max(1, min(8, cx * cblock // 256)))"
         )
         return lines
@@ -168,6 +168,12 @@ class LauncherSource:
 
 
 _TORCH = {"f32": "float32", "f64": "float64", "i32": "int32", "i64": "int64"}
+
+
+def cdiv_code(a: str, b: str) -> str:
+    """Python for ceil(a / b) on ints: plain arithmetic (triton.cdiv is a jit function,
+    microseconds a call from the host, at every launch of a kernel of symbolic size)."""
+    return f"-(-({a}) // ({b}))"
 
 
 def variant_of(tile: Tile) -> str:

@@ -65,14 +65,13 @@ SHARED_WORKSPACE_BYTES = 16 << 20
 
 
 def size_fn(dims: Sequence[Dim]) -> Callable[[dict[str, int]], list[int]]:
-    """A fast function from symbol bindings to concrete dims."""
+    """A fast function from symbol bindings to concrete dims: exact (sympy's integer
+    arithmetic, each value kept per binding by `concrete`), never through floats."""
     exprs = [sym(d) for d in dims]
     if all(e.is_Integer for e in exprs):
         fixed = [int(e) for e in exprs]
         return lambda env: fixed
-    names = sorted({s.name for e in exprs for s in e.free_symbols})
-    f = sympy.lambdify([sympy.Symbol(n, integer=True, nonnegative=True) for n in names], exprs, modules="math")
-    return lambda env: [int(v) for v in f(*(env[n] for n in names))]
+    return lambda env: concrete(exprs, env)
 
 
 def _static(dims: Sequence[Dim]) -> list[int] | None:
@@ -335,14 +334,13 @@ class CompiledGraph:
         if launch is None:
             self._precompile_job(compiled, op, names)
 
+        alloc = fast_empty_strided(device)
+
         def generic_step(regs: list, env: dict) -> None:
             buffers = [regs[i] for i in ins]
             for (slot, _, sizes, dtype, _), st in zip(outs, stride_fns):
-                if st is None:
-                    t = empty(sizes(env), dtype=dtype, device=device)
-                else:
-                    t = torch.empty_strided(sizes(env), st(env), dtype=dtype, device=device)
-                regs[slot] = t
+                shape = sizes(env)
+                t = regs[slot] = alloc(tuple(shape), tuple(contiguous_strides(shape) if st is None else st(env)), dtype)
                 buffers.append(t)
             kernel(buffers, [env[n] for n in names])
 
