@@ -25,13 +25,13 @@ from dataclasses import dataclass
 
 from xdsl.context import Context
 from xdsl.dialects.builtin import ModuleOp
-from xdsl.ir import Operation, SSAValue
+from xdsl.ir import SSAValue
 from xdsl.passes import ModulePass
-from xdsl.rewriter import InsertPoint
 from xdsl.pattern_rewriter import GreedyRewritePatternApplier, PatternRewriter, PatternRewriteWalker
 from xdsl.pattern_rewriter import RewritePattern, op_type_rewrite_pattern
 
 from strata.dialects import prim
+from strata.passes.provenance import inserter, with_source
 from strata.dialects.prim_attention import ScaledDotProductAttentionOp
 from strata.dialects.types import TensorType, sym
 
@@ -109,12 +109,7 @@ class FoldGroupedAttention(RewritePattern):
         hkv = kk.type.dims[1]
         s = kk.type.dims[2]
 
-        def add(o: Operation) -> SSAValue:
-            if "strata.source" in op.attributes:
-                o.attributes["strata.source"] = op.attributes["strata.source"]
-            rewriter.insert(o, InsertPoint.before(op))
-            return o.results[0]
-
+        add = inserter(rewriter, op)
         rows = g * length
         q2 = add(prim.ReshapeOp(q, [b, hkv, rows, e]))
         m2 = None
@@ -124,10 +119,7 @@ class FoldGroupedAttention(RewritePattern):
             m2 = folded_mask(mask, add, b, h, hkv, g, length, s)
         scale = op.scale.value.data if op.scale is not None else None
         folded = add(ScaledDotProductAttentionOp(q2, kk, vv, m2, False, scale))
-        out = prim.ReshapeOp(folded, list(op.result.type.dims))
-        if "strata.source" in op.attributes:
-            out.attributes["strata.source"] = op.attributes["strata.source"]
-        rewriter.replace(op, out)
+        rewriter.replace(op, with_source(op, prim.ReshapeOp(folded, list(op.result.type.dims))))
 
 
 @dataclass(frozen=True)

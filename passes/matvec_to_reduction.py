@@ -25,11 +25,11 @@ from xdsl.context import Context
 from xdsl.dialects.builtin import ModuleOp, StringAttr
 from xdsl.ir import Operation, SSAValue
 from xdsl.passes import ModulePass
-from xdsl.rewriter import InsertPoint
 from xdsl.pattern_rewriter import GreedyRewritePatternApplier, PatternRewriter, PatternRewriteWalker
 from xdsl.pattern_rewriter import RewritePattern, op_type_rewrite_pattern
 
 from strata.dialects import prim
+from strata.passes.provenance import inserter, with_source
 from strata.dialects.types import TensorType, sym
 
 MUL, ADD = prim.ELEMENTWISE_OPS["mul"], prim.ELEMENTWISE_OPS["add"]
@@ -54,21 +54,10 @@ def _eligible(op: Operation, a: SSAValue, b: SSAValue, device: str) -> bool:
     return sym(ta.dims[0]) == 1 and (device or _device(op)) == "cuda"
 
 
-def _sourced(o: Operation, like: Operation) -> Operation:
-    """o, carrying the aten op `like` came from (for traces and errors)."""
-    if "strata.source" in like.attributes:
-        o.attributes["strata.source"] = like.attributes["strata.source"]
-    return o
-
-
 def _row_product(rewriter: PatternRewriter, op: Operation, a: SSAValue, b: SSAValue) -> SSAValue:
     """sum_k a[0, k] · b[k, n] in f32, as [1, n] (not yet rounded)."""
     k, n = b.type.dims
-
-    def add(o: Operation) -> SSAValue:
-        rewriter.insert(_sourced(o, op), InsertPoint.before(op))
-        return o.results[0]
-
+    add = inserter(rewriter, op)
     a32 = a if a.type.dtype == "f32" else add(prim.ConvertElementTypeOp(a, "f32"))
     b32 = b if b.type.dtype == "f32" else add(prim.ConvertElementTypeOp(b, "f32"))
     column = add(prim.BroadcastInDimOp(add(prim.ReshapeOp(a32, [k])), [k, n], [0]))  # a[0, k] along n
@@ -88,7 +77,7 @@ class MatvecToReduction(RewritePattern):
         if op.a.type.dtype == "f32":
             rewriter.replace(op, [], [row])
         else:
-            rewriter.replace(op, _sourced(prim.ConvertElementTypeOp(row, op.result.type.dtype), op))
+            rewriter.replace(op, with_source(op, prim.ConvertElementTypeOp(row, op.result.type.dtype)))
 
 
 @dataclass
@@ -104,21 +93,17 @@ class AddmmRowToReduction(RewritePattern):
             return
         row = _row_product(rewriter, op, op.a, op.b)
         bias = op.bias
-
-        def add(o: Operation) -> SSAValue:
-            rewriter.insert(_sourced(o, op), InsertPoint.before(op))
-            return o.results[0]
-
+        add = inserter(rewriter, op)
         if bias.type.dtype != "f32":
             bias = add(prim.ConvertElementTypeOp(bias, "f32"))
         if tuple(bias.type.dims) != tuple(row.type.dims):
             bias = add(prim.BroadcastInDimOp(bias, list(row.type.dims), list(range(2 - bias.type.rank, 2))))
-        total = _sourced(ADD(row, bias), op)
+        total = with_source(op, ADD(row, bias))
         if op.a.type.dtype == "f32":
             rewriter.replace(op, total)
             return
-        rewriter.insert(total, InsertPoint.before(op))
-        rewriter.replace(op, _sourced(prim.ConvertElementTypeOp(total.results[0], op.result.type.dtype), op))
+        rounded = add(total)
+        rewriter.replace(op, with_source(op, prim.ConvertElementTypeOp(rounded, op.result.type.dtype)))
 
 
 @dataclass(frozen=True)

@@ -15,6 +15,7 @@ from xdsl.pattern_rewriter import GreedyRewritePatternApplier, PatternRewriter, 
 from xdsl.pattern_rewriter import RewritePattern, op_type_rewrite_pattern
 
 from strata.dialects import prim
+from strata.passes.provenance import with_source
 
 POW, MUL = prim.ELEMENTWISE_OPS["pow"], prim.ELEMENTWISE_OPS["mul"]
 
@@ -34,10 +35,7 @@ class PowOfTwoToMul(RewritePattern):
         c = constant_of(exponent)
         if c is None or isinstance(c, bool) or c != 2 or x.type != op.result.type:
             return
-        square = MUL(x, x)
-        if "strata.source" in op.attributes:  # the aten op it came from, for traces and errors
-            square.attributes["strata.source"] = op.attributes["strata.source"]
-        rewriter.replace(op, square)
+        rewriter.replace(op, with_source(op, MUL(x, x)))  # the aten op it came from, for traces and errors
 
 
 @dataclass(frozen=True)

@@ -13,11 +13,32 @@ import linecache
 import re
 from dataclasses import dataclass
 
+from collections.abc import Callable
+
 from xdsl.dialects.builtin import StringAttr
-from xdsl.ir import Operation
+from xdsl.ir import Operation, SSAValue
+from xdsl.pattern_rewriter import PatternRewriter
+from xdsl.rewriter import InsertPoint
 
 _FRAME = re.compile(r'^"(?P<file>.*)", line (?P<line>\d+)(?:, in (?P<fn>.*))?$')
 _SHORT = re.compile(r"^(?P<file>.*):(?P<line>\d+)(?: in (?P<fn>.*))?$")
+
+
+def with_source(like: Operation, new: Operation) -> Operation:
+    """`new`, naming the aten op that `like` came from, as `like` did."""
+    if "strata.source" in like.attributes:
+        new.attributes["strata.source"] = like.attributes["strata.source"]
+    return new
+
+
+def inserter(rewriter: PatternRewriter, op: Operation) -> Callable[[Operation], SSAValue]:
+    """`add(new)`: inserts `new` before `op`, naming op's source, and gives its result."""
+
+    def add(new: Operation) -> SSAValue:
+        rewriter.insert(with_source(op, new), InsertPoint.before(op))
+        return new.results[0]
+
+    return add
 
 
 @dataclass(frozen=True)

@@ -30,6 +30,7 @@ from xdsl.rewriter import Rewriter
 from xdsl.traits import is_side_effect_free
 
 from strata.dialects import prim
+from strata.passes.provenance import with_source
 from strata.dialects.prim_indexing import CheckIndexOp
 from strata.dialects.aten import AtenOp, torch_overload
 from strata.dialects.types import TensorType
@@ -77,13 +78,6 @@ def _replace(rewriter: PatternRewriter, op: Operation, value: SSAValue) -> None:
     rewriter.replace(op, [], [value])
 
 
-def _with_source(op: Operation, new: Operation) -> Operation:
-    """`new`, naming the aten op that `op` came from, as op did."""
-    if "strata.source" in op.attributes:
-        new.attributes["strata.source"] = op.attributes["strata.source"]
-    return new
-
-
 class FoldBroadcast(RewritePattern):
     """An identity broadcast is its operand; a broadcast of a broadcast is one."""
 
@@ -97,7 +91,7 @@ class FoldBroadcast(RewritePattern):
             # the outer target: so it broadcasts to the outer target directly.
             composed = [dims[d] for d in prim.ints_of(inner.broadcast_dimensions)]
             new = prim.BroadcastInDimOp(inner.x, prim.dims_of(op.shape), composed)
-            rewriter.replace(op, _with_source(op, new))
+            rewriter.replace(op, with_source(op, new))
 
 
 # Conversions that lose nothing: a round trip through one of these is the identity.
@@ -148,7 +142,7 @@ class FoldPermute(RewritePattern):
             _replace(rewriter, op, op.x)
         elif isinstance(inner := op.x.owner, prim.PermuteOp):
             first = prim.ints_of(inner.dims)
-            rewriter.replace(op, _with_source(op, prim.PermuteOp(inner.x, [first[p] for p in perm])))
+            rewriter.replace(op, with_source(op, prim.PermuteOp(inner.x, [first[p] for p in perm])))
 
 
 class FoldReshape(RewritePattern):
@@ -159,7 +153,7 @@ class FoldReshape(RewritePattern):
         if op.x.type == op.result.type:
             _replace(rewriter, op, op.x)
         elif isinstance(inner := op.x.owner, prim.ReshapeOp):
-            rewriter.replace(op, _with_source(op, prim.ReshapeOp(inner.x, prim.dims_of(op.shape))))
+            rewriter.replace(op, with_source(op, prim.ReshapeOp(inner.x, prim.dims_of(op.shape))))
 
 
 # ---------------------------------------------------------------- cse and dce
