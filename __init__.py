@@ -17,8 +17,8 @@ __version__ = "0.1.0"
 
 from typing import Any, Callable
 
-from strata.frontend.logs import configure_from_env as _configure_logs
-from strata.frontend.logs import set_logs
+from strata.frontend.inspection.logs import configure_from_env as _configure_logs
+from strata.frontend.inspection.logs import set_logs
 
 _configure_logs()
 
@@ -50,7 +50,7 @@ def compile(
 
     def compile_one(m: Callable):
         if backend.options["dynamo_cache"] and not disable:
-            from strata.frontend import dynamo_cache
+            from strata.frontend.caches import dynamo_cache
 
             compiled = dynamo_cache.compile(m, backend, backend.options, fullgraph, dynamic)
             if compiled is not None:  # None: this torch lacks the machinery (it warned)
@@ -83,6 +83,6 @@ def explain(fn: Callable, *args: Any, **kwargs: Any):
     Keywords for strata itself: `options`, `mode`, `dynamic`, `print_report` (default
     True); any other keyword goes to fn. fn runs twice: once under Dynamo's explain,
     once compiled."""
-    from strata.frontend.explain import explain as _explain
+    from strata.frontend.inspection.explain import explain as _explain
 
     return _explain(fn, *args, **kwargs)

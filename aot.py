@@ -22,8 +22,8 @@ __all__ = ["compile_and_package", "load_package", "PackageError", "PackagingErro
 
 def compile_and_package(exported_program: Any, path: str | os.PathLike, options: dict[str, Any] | None = None):
     """Compiles a torch.export.ExportedProgram and writes its package to `path`
-    (frontend/aot_package.py). `options` are strata.compile's."""
-    from strata.frontend.aot_package import compile_and_package as package
+    (frontend/packaging/aot_package.py). `options` are strata.compile's."""
+    from strata.frontend.packaging.aot_package import compile_and_package as package
 
     return package(exported_program, path, options)
 

@@ -18,5 +18,5 @@ CHANNELS_LAST = "channels_last"
 # out otherwise into them: runtime/compiled_graph.py).
 RESULT_STRIDES_ATTR = "strata.result_strides"
 # On a graph argument: the storage offset torch traced it at, where an as_strided reads
-# its storage (frontend/storage_offsets.py, passes/decompositions/copies.py).
+# its storage (frontend/capture/storage_offsets.py, passes/decompositions/copies.py).
 STORAGE_OFFSET = "strata.storage_offset"

@@ -6,7 +6,7 @@ kernels, forward and backward (flash, cuDNN or memory-efficient attention on CUD
 blocked flash kernel on the CPU), so the [L, S] matrix of scores is never stored.
 `backend` names the kernel (torch.nn.attention.SDPBackend's value: 1 flash, 2
 memory-efficient, 3 cuDNN), fixed when the graph was rewritten
-(frontend/attention_training.py) so that both ops use the same one; the log-sum-exp's
+(frontend/attention/attention_training.py) so that both ops use the same one; the log-sum-exp's
 layout is that kernel's ([B, H, L], [B, H, L, 1], [B, L, H], or L padded to a multiple
 of 32), taken from torch's meta kernel by the rule that builds the op.
 

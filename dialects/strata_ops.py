@@ -1,8 +1,8 @@
 """strata's own torch ops: attention kept whole through AOTAutograd.
 
-`strata::sdpa` (an inference graph's attention, frontend/attention.py) and
+`strata::sdpa` (an inference graph's attention, frontend/attention/attention.py) and
 `strata::sdpa_forward` / `strata::sdpa_backward` (a training graph's, with the
-log-sum-exp the backward reads, frontend/attention_training.py) are custom ops that
+log-sum-exp the backward reads, frontend/attention/attention_training.py) are custom ops that
 AOTAutograd leaves whole and the decompositions lower to prim.sdpa and
 prim.sdpa_forward/backward (passes/decompositions/attention.py). Their schemas live
 here, with the dialects, because the frontend that writes them and the pass that lowers

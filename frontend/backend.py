@@ -16,13 +16,14 @@ from typing import Any
 import torch
 
 from strata.frontend import options as opts
-from strata.frontend.attention import is_training, keep_attention_whole
-from strata.frontend.attention_pattern import recognize_attention
-from strata.frontend.attention_training import attention_for_training
-from strata.frontend import capture_cache, dynamo_cache
-from strata.frontend.aot_function import compile_serializable, in_aot_compile
+from strata.frontend.attention.attention import is_training, keep_attention_whole
+from strata.frontend.attention.attention_pattern import recognize_attention
+from strata.frontend.attention.attention_training import attention_for_training
+from strata.frontend.caches import capture_cache
+from strata.frontend.caches import dynamo_cache
+from strata.frontend.packaging.aot_function import compile_serializable, in_aot_compile
 from strata.frontend.compile_graph import compile_captured, compile_graph
-from strata.frontend.specialized_floats import mark_specialized_floats
+from strata.frontend.capture.specialized_floats import mark_specialized_floats
 
 
 def make_backend(mode: str | None = None, options: Mapping[str, Any] | None = None) -> StrataBackend:
@@ -112,7 +113,7 @@ def _core_aten_decompositions() -> dict:
     """torch builds this table anew on each call (a fifth of a second): once per process."""
     from torch._decomp import core_aten_decompositions
 
-    from strata.frontend.roll_layout import roll_in_eager_layout
+    from strata.frontend.capture.roll_layout import roll_in_eager_layout
 
     table = core_aten_decompositions()
     for name in _KEPT_WHOLE:
@@ -124,8 +125,8 @@ def _core_aten_decompositions() -> dict:
 def _capture_key(gm: torch.fx.GraphModule, example_inputs, options: dict[str, Any]) -> str | None:
     """The capture cache's key for an inference graph, or None where it is not used:
     turned off, observed (a trace or report wants every level), or a graph it cannot
-    key (frontend/capture_cache.py)."""
-    from strata.frontend import report as reports
+    key (frontend/caches/capture_cache.py)."""
+    from strata.frontend.inspection import report as reports
 
     observed = reports.wanted() or options.get("trace.enabled") or options.get("trace.graph_diagram")
     if not (options.get("graph_cache", True) and options.get("capture_cache", True)) or observed:

@@ -8,7 +8,7 @@ kernel interpreter. Each of those is announced once, and none changes a result.
 Everything here can be watched: each pass logs ops in and out and its time
 (STRATA_LOGS=passes), each kernel its code generation and cache hit or miss
 (`codegen`, `cache`), each graph a summary (`graphs`); strata.explain collects the
-same summaries as data (frontend/report.py). A pass or code generator that raises is
+same summaries as data (frontend/inspection/report.py). A pass or code generator that raises is
 reported as a CompileError naming the pass, the op and the user's source line.
 """
 
@@ -30,13 +30,15 @@ from strata.dialects import aten
 from strata.dialects import kernel as kd
 from strata.dialects import kernel_text
 from strata.dialects.context import strata_context
-from strata.frontend import capture_cache, logs, pipeline_spec
-from strata.frontend import report as reports
-from strata.frontend.effects import with_tokens
-from strata.frontend.errors import CompileError, describe_failure, describe_kernel_failure, failing_op
-from strata.frontend.importer import IntComputation, ItemResult, OpaqueArgument, UnsupportedGraph, import_graph
-from strata.frontend.storage_offsets import guarded
-from strata.frontend.trace import Trace
+from strata.frontend import pipeline_spec
+from strata.frontend.caches import capture_cache
+from strata.frontend.inspection import logs
+from strata.frontend.inspection import report as reports
+from strata.frontend.capture.effects import with_tokens
+from strata.frontend.inspection.errors import CompileError, describe_failure, describe_kernel_failure, failing_op
+from strata.frontend.capture.importer import IntComputation, ItemResult, OpaqueArgument, UnsupportedGraph, import_graph
+from strata.frontend.capture.storage_offsets import guarded
+from strata.frontend.inspection.trace import Trace
 from strata.passes.decompose import recording_declines
 from strata.passes.fusion.traffic import graph_bytes, program_bytes
 from strata.passes.registry import PASSES
@@ -315,7 +317,7 @@ def _in_cuda_graph(call: Callable[[list], list], module: ModuleOp, device: torch
 def compile_captured(program: str, kernels: list[kernel_text.KernelText], declines: list, constants: list[torch.Tensor],
                      example_inputs: Sequence[Any], options: dict[str, Any]) -> Callable:
     """The compiled callable (boxed) for a program the capture cache stored
-    (frontend/capture_cache.py): no import, no pipeline, only kernels to load, each by
+    (frontend/caches/capture_cache.py): no import, no pipeline, only kernels to load, each by
     its text (a kernel.func is parsed only where its code generator's cache misses).
     The graph's constant tensors follow the arguments, as graph_outputs passes them."""
     from strata.runtime import parsed_programs

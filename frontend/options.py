@@ -124,7 +124,7 @@ OPTIONS: dict[str, Option] = {
                                               "element of its dim, and kernels carry no check)"),
     "attention_patterns": Option(True, BOOL, "run attention written out by hand (softmax(q @ kᵀ · s, causal mask or "
                                              "none) @ v) as one scaled_dot_product_attention call "
-                                             "(frontend/attention_pattern.py)"),
+                                             "(frontend/attention/attention_pattern.py)"),
     "verify": Option(True, BOOL, "verify the IR after every pass"),
     "graph_cache": Option(True, BOOL, "reuse a graph's lowering from the disk cache when the same graph was "
                                       "compiled before (STRATA_CACHE_DIR)"),
@@ -132,11 +132,11 @@ OPTIONS: dict[str, Option] = {
                                         "included, when Dynamo captured the same graph before"),
     "dynamo_cache": Option(True, BOOL, "with capture_cache: keep Dynamo's transformed bytecode and guards on disk "
                                        "(STRATA_CACHE_DIR/dynamo) and load them in a later process, which then runs "
-                                       "no Dynamo trace (frontend/dynamo_cache.py). The guards that say which object "
+                                       "no Dynamo trace (frontend/caches/dynamo_cache.py). The guards that say which object "
                                        "a name refers to (ID_MATCH, CLOSURE_MATCH, ...) are saved with a description "
                                        "of the object (a function by qualified name and code, a class or module by "
                                        "name) and rebuilt on the calling frame's objects when they match it "
-                                       "(frontend/identity_guards.py). Saved only when every graph is an inference "
+                                       "(frontend/caches/identity_guards.py). Saved only when every graph is an inference "
                                        "graph the capture cache holds"),
 }
 

@@ -5,7 +5,7 @@ fullgraph=True).aot_compile(...)` through `save_compiled_function` and loads it 
 `torch.compiler.load_compiled_function`, if the backend's compiled graph is a
 `SerializableCallable`: it serializes itself to bytes and is made again from them in
 the loading process. With backend="strata" that callable is a strata package of the
-Dynamo graph (frontend/aot_function.py makes it): the loading process runs it with no
+Dynamo graph (frontend/packaging/aot_function.py makes it): the loading process runs it with no
 strata compile, as strata.aot.load_package does.
 """
 

@@ -4,7 +4,7 @@ A warm compile reads the lowered program from the capture or graph cache as text
 (runtime/graph_cache.py) and parses it back into xDSL ops for the runtime to walk.
 xDSL's parser is Python, token by token: BERT-base's 390-op program takes 0.24 s to
 parse on a 2-core CPU, more than a third of a warm compile that Dynamo's cache
-(frontend/dynamo_cache.py) has otherwise brought to 0.6 s. The same module, pickled,
+(frontend/caches/dynamo_cache.py) has otherwise brought to 0.6 s. The same module, pickled,
 loads in 5-20 ms.
 
 The text stays the cache's record (what the digest checks, what a reader sees); the

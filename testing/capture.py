@@ -15,7 +15,7 @@ from xdsl.dialects.builtin import ModuleOp
 from xdsl.passes import ModulePass
 
 from strata.dialects.context import strata_context
-from strata.frontend.importer import ImportedGraph, import_graph
+from strata.frontend.capture.importer import ImportedGraph, import_graph
 from strata.runtime.interpret import interpret
 
 

@@ -12,7 +12,7 @@ from xdsl.dialects.builtin import ModuleOp
 from xdsl.ir import Block, Region
 
 from strata.dialects import aten
-from strata.frontend.importer import tensor_type_of
+from strata.frontend.capture.importer import tensor_type_of
 
 
 def single_op_module(overload: str, inputs: Sequence[torch.Tensor], **constants: Any) -> ModuleOp:

@@ -18,7 +18,7 @@ def _graph_cache_of_its_own(monkeypatch, request):
     """Each test reads only the graphs it compiled itself: a test that patches a pass
     must see that pass run, not a lowering an earlier test left in the graph cache, and
     a test's compile must trace, not load a package an earlier test saved."""
-    from strata.frontend import dynamo_cache
+    from strata.frontend.caches import dynamo_cache
     from strata.runtime import graph_cache
 
     test = f"{abs(hash(request.node.nodeid)):x}"

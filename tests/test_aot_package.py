@@ -51,8 +51,8 @@ def packages(tmp_path_factory):
 # optimizer and object emitter raise if called.
 _FRESH_PROCESS = blocking_preamble(
     ("xdsl", "triton", "sympy", "torch._dynamo", "torch._inductor", "torch._functorch.aot_autograd",
-     "strata.dialects", "strata.passes", "strata.frontend.importer", "strata.frontend.compile_graph",
-     "strata.frontend.backend", "strata.frontend.aot_package", "strata.codegen.llvm_kernel",
+     "strata.dialects", "strata.passes", "strata.frontend.capture.importer", "strata.frontend.compile_graph",
+     "strata.frontend.backend", "strata.frontend.packaging.aot_package", "strata.codegen.llvm_kernel",
      "strata.codegen.llvm_cpu", "strata.codegen.triton_gpu", "strata.runtime.compiled_graph",
      "strata.runtime.package_plan"), "must not be imported to load a package") + textwrap.dedent("""
     import json, sys
@@ -256,7 +256,7 @@ def test_dims_export_fixed_stay_fixed(tmp_path):
 
 _LOAD_SAVED_FUNCTION = blocking_preamble(
     ("xdsl", "strata.dialects", "strata.passes", "strata.frontend.compile_graph", "strata.frontend.backend",
-     "strata.frontend.aot_package", "strata.codegen.llvm_kernel", "strata.runtime.compiled_graph"),
+     "strata.frontend.packaging.aot_package", "strata.codegen.llvm_kernel", "strata.runtime.compiled_graph"),
     "must not be imported to load a compiled function") + textwrap.dedent("""
     import sys
     import torch

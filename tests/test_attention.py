@@ -199,7 +199,7 @@ def test_a_mask_that_needs_a_gradient_trains_through_the_math_form():
 
 
 def test_dropout_is_left_to_torch():
-    from strata.frontend.attention import keep_attention_whole
+    from strata.frontend.attention.attention import keep_attention_whole
 
     def f(q, k, v):
         return F.scaled_dot_product_attention(q, k, v, dropout_p=0.5)

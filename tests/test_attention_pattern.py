@@ -1,5 +1,5 @@
 """Attention written out by hand (softmax(q @ kᵀ · s [causal mask]) @ v) recognized as
-one sdpa call (frontend/attention_pattern.py), and everything else left as written."""
+one sdpa call (frontend/attention/attention_pattern.py), and everything else left as written."""
 
 from __future__ import annotations
 
@@ -14,7 +14,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 import strata
-from strata.frontend.attention_pattern import recognize_attention
+from strata.frontend.attention.attention_pattern import recognize_attention
 from strata.testing.models import TransformerBlock
 from tests.test_end_to_end import TARGET_IDS, TARGETS
 
@@ -231,7 +231,7 @@ def test_recognized_attention_matches_the_written_out_form(L, S, e, causal, scal
 
 def test_operators_recorded_as_methods_are_recognized():
     # torch 2.11's Dynamo records `mask == 0` as the method __eq__, 2.13's as operator.eq
-    from strata.frontend.attention_pattern import _op
+    from strata.frontend.attention.attention_pattern import _op
 
     g = torch.fx.Graph()
     x = g.placeholder("x")

@@ -1,4 +1,4 @@
-"""The capture cache (frontend/capture_cache.py): an inference graph Dynamo captured
+"""The capture cache (frontend/caches/capture_cache.py): an inference graph Dynamo captured
 before is compiled from the disk with no AOTAutograd trace and no import, and gives the
 same results; whatever its key cannot tell apart, or AOTAutograd's wrapper would have
 to handle, is compiled the usual way."""
@@ -9,7 +9,7 @@ import pytest
 import torch
 
 import strata
-from strata.frontend import capture_cache
+from strata.frontend.caches import capture_cache
 from strata.frontend import compile_graph as cg
 
 

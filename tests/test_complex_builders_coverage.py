@@ -18,7 +18,7 @@ import strata
 from strata.testing.no_fallback import compiled
 from strata.dialects import aten
 from strata.dialects.aten import AtenOp
-from strata.frontend.importer import tensor_type_of
+from strata.frontend.capture.importer import tensor_type_of
 from strata.passes.decompose import decompose
 from strata.runtime.interpreters import interpret
 from strata.testing.checks import mismatch

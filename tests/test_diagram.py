@@ -11,7 +11,7 @@ import pytest
 import torch
 
 import strata
-from strata.frontend import diagram
+from strata.frontend.inspection import diagram
 from strata.testing.models import TransformerBlock
 from strata.testing.opaque import opaque
 

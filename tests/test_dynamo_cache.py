@@ -1,4 +1,4 @@
-"""options={"dynamo_cache": True} (frontend/dynamo_cache.py): a second process compiling
+"""options={"dynamo_cache": True} (frontend/caches/dynamo_cache.py): a second process compiling
 the same model loads Dynamo's bytecode and guards instead of tracing, gives the same
 results, still recompiles where the guards say so, and never reuses an entry for a
 model that changed, a corrupt file or a graph it cannot rebuild.
@@ -245,7 +245,7 @@ def test_modules_dynamo_put_in_globals_by_id_are_bound_for_the_loading_process(m
 
     import torch
 
-    from strata.frontend import dynamo_cache
+    from strata.frontend.caches import dynamo_cache
 
     module = types.ModuleType("strata_test_bound_globals")
     module._139740546622912_c3 = torch  # what Dynamo's install_global_by_id makes

@@ -1,5 +1,5 @@
 """Graph results are separate tensors where eager's are, and views where eager's are
-(passes/fusion/fresh_results.py, frontend/importer.py's `_result_bases`)."""
+(passes/fusion/fresh_results.py, frontend/capture/importer.py's `_result_bases`)."""
 
 from __future__ import annotations
 

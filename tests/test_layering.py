@@ -50,4 +50,4 @@ def test_layer_imports_only_what_it_may(layer):
 def test_the_rules_see_the_imports():
     """The scan finds imports inside functions too (a rule it cannot see is no rule)."""
     found = [module for _, module in _strata_imports(ROOT / "aot.py")]
-    assert "strata.frontend.aot_package" in found  # imported inside compile_and_package
+    assert "strata.frontend.packaging.aot_package" in found  # imported inside compile_and_package

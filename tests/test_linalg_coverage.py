@@ -1,6 +1,6 @@
 """Linear solvers, factorizations and distances (dialects/prim_linalg_solve.py,
 prim_linalg_householder.py, prim_distance.py; passes/decompositions/lapack_solve.py,
-distance.py; frontend/effects.py): compiled with no eager fallback allowed, equal to
+distance.py; frontend/capture/effects.py): compiled with no eager fallback allowed, equal to
 eager bit for bit where the op is torch's own routine, raising eager's errors, and
 the shape rules and verifiers on symbolic and wrong inputs."""
 

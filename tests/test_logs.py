@@ -14,7 +14,7 @@ import pytest
 import torch
 
 import strata
-from strata.frontend import logs
+from strata.frontend.inspection import logs
 from strata.testing.models import TransformerBlock
 from strata.testing.opaque import opaque
 
@@ -108,7 +108,7 @@ def test_logs_of_a_gpt_block_with_a_graph_break(capsys, quiet_after):
 
 
 def test_env_var_is_read_on_import():
-    code = "import strata.frontend.logs as l; print(sorted(l.enabled_levels().items()))"
+    code = "import strata.frontend.inspection.logs as l; print(sorted(l.enabled_levels().items()))"
     env = dict(os.environ, STRATA_LOGS="+fusion,passes,codegen,cache")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env, timeout=120)
     assert out.returncode == 0, out.stderr[-3000:]

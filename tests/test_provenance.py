@@ -12,7 +12,7 @@ from torch._dynamo.exc import BackendCompilerFailed
 
 import strata
 from strata.dialects import prim
-from strata.frontend.errors import CompileError
+from strata.frontend.inspection.errors import CompileError
 from strata.passes import simplify
 from strata.passes.decompositions import RULES
 from strata.testing.models import TransformerBlock

@@ -3,7 +3,7 @@
 Eager's CPU roll is the cat of two narrowed pieces of its input: a channels-last input
 gives a channels-last result, unless the shift is a multiple of the dim's size (a
 piece is then empty: contiguous), and the ops after it follow that layout. strata
-keeps roll whole through AOTAutograd, traced in that layout (frontend/roll_layout.py),
+keeps roll whole through AOTAutograd, traced in that layout (frontend/capture/roll_layout.py),
 and lowers it as one gather (passes/decompositions/rearrange.py), with no eager
 fallback, under static and dynamic shapes, for shifts of either sign, symbolic ones
 included, and in training.
@@ -19,7 +19,7 @@ import pytest
 import torch
 
 import strata
-from strata.frontend.roll_layout import _cpu_format
+from strata.frontend.capture.roll_layout import _cpu_format
 
 SHIFTS = (1, -2, 0, 7, 6, -13, 12)
 

@@ -1,5 +1,5 @@
 """strata::sdpa → prim.sdpa, and strata::sdpa_forward/backward → prim.sdpa_forward/backward
-(dialects/strata_ops.py; frontend/attention*.py write them): library calls."""
+(dialects/strata_ops.py; frontend/attention/ writes them): library calls."""
 
 from __future__ import annotations
 

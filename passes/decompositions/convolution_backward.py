@@ -3,7 +3,7 @@ output_mask asks for both the input's and the weight's (one library call for the
 two), else prim.convolution_backward_input or prim.convolution_backward_weight
 (dialects/prim_convolution_backward.py); for the bias, a sum of the output's gradient
 over every dim but the channels, which fuses. A gradient that output_mask does not
-ask for is a placeholder of no elements (frontend/importer.py gives it that type), as
+ask for is a placeholder of no elements (frontend/capture/importer.py gives it that type), as
 eager gives None there."""
 
 from __future__ import annotations

@@ -7,7 +7,7 @@ as_strided reads its input's storage, which values do not have. It is expressibl
 only where the storage is known to be the input's elements in row-major order: a
 graph argument with contiguous strides. as_strided and as_strided_copy address the
 storage from its start (a given storage_offset) or from the input's own offset, which
-the importer records where a storage_offset is given (frontend/storage_offsets.py).
+the importer records where a storage_offset is given (frontend/capture/storage_offsets.py).
 as_strided_scatter writes into a clone of its input, whose storage starts at it.
 """
 
@@ -196,7 +196,7 @@ def as_strided(op: AtenOp, b: PrimBuilder) -> SSAValue:
 
 def _recorded_storage_offset(x: SSAValue) -> int | None:
     """The storage offset the importer recorded for graph argument x (see
-    frontend/storage_offsets.py), or None."""
+    frontend/capture/storage_offsets.py), or None."""
     fn = x.owner.parent_op()
     attrs = fn.arg_attrs.data[x.index].data if fn.arg_attrs is not None else {}
     attr = attrs.get(STORAGE_OFFSET)

@@ -30,7 +30,7 @@ from strata.dialects.types import Dim, numel, sym, torch_symbol_name
 from strata.passes.decompositions.builder import Decline, PrimBuilder, broadcast_dims, tensor_of
 from strata.passes.decompositions.rules import decomposes
 
-# The attributes the importer (frontend/data_dependent.py) puts on the aten ops: the
+# The attributes the importer (frontend/capture/data_dependent.py) puts on the aten ops: the
 # symbol item() binds, and an assertion's condition over plain (signed) symbols.
 ITEM_SYMBOL = "strata.symbol"
 CONDITION = "strata.condition"

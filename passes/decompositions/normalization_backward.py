@@ -5,7 +5,7 @@ native_group_norm_backward), computed in f32 for f16/bf16 operands and each grad
 rounded once to its declared dtype (eager's CPU kernels round some partial sums to the
 input's dtype on the way: these results are the closer to the exact ones). A gradient that
 output_mask does not ask for (or whose parameter is None) is a placeholder of no
-elements, the type frontend/importer.py gives eager's None.
+elements, the type frontend/capture/importer.py gives eager's None.
 """
 
 from __future__ import annotations

@@ -36,7 +36,7 @@ def flip(op: AtenOp, b: PrimBuilder) -> SSAValue:
 
 @decomposes("aten::roll")
 def roll(op: AtenOp, b: PrimBuilder) -> SSAValue:
-    """Kept whole through AOTAutograd (frontend/roll_layout.py). A shift may be a
+    """Kept whole through AOTAutograd (frontend/capture/roll_layout.py). A shift may be a
     symbolic int of either sign, or a value item() read."""
     return _roll(b, b.arg("self"))
 

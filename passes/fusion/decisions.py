@@ -1,6 +1,6 @@
 """How fusion's log lines name things: values, domains and kernels.
 
-Fusion logs under `strata.fusion` (see frontend/logs.py): at INFO each kernel formed
+Fusion logs under `strata.fusion` (see frontend/inspection/logs.py): at INFO each kernel formed
 and the bytes it saves, at DEBUG every decision (why a value is realized, which kernel
 a node joins, what kept it out of the others). Text is built only when the level is on.
 """

@@ -8,7 +8,7 @@ other result, where eager's are separate tensors. Eager's views are another matt
 and the caller expect them to be.
 
 So the importer records, for each result, what eager's result is a view of
-(`RESULT_BASES`, frontend/importer.py): [-1, _] for a graph input, else [number, is
+(`RESULT_BASES`, frontend/capture/importer.py): [-1, _] for a graph input, else [number, is
 the base itself], the number shared by the results with one base node of the trace.
 Here a result whose base is not an input but whose memory, under its chain of prim
 views, is a graph argument or the memory of a result with another base gets memory of

@@ -1,6 +1,6 @@
 // RUN: strata-opt %s -p decompose | filecheck %s
 
-// A training graph's attention (frontend/attention_training.py): strata::sdpa_forward
+// A training graph's attention (frontend/attention/attention_training.py): strata::sdpa_forward
 // gives the output and the log-sum-exp the backward kernel reads; both become library
 // calls of the same fused kernel (backend 1: flash), the mask moved last.
 // CHECK-LABEL: func.func @forward

@@ -84,7 +84,7 @@ def _op_origin(op: Operation) -> list[str]:
 
 def program_dot(module: ModuleOp, declines: list, title: str = "graph") -> str:
     """The DOT text of the module's kernel.program."""
-    from strata.frontend.report import fallback_reason
+    from strata.frontend.inspection.report import fallback_reason
 
     program = next(op for op in module.ops if isinstance(op, kd.ProgramOp))
     funcs = {op.sym_name.data: op for op in module.ops if isinstance(op, kd.FuncOp)}

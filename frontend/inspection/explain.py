@@ -2,7 +2,7 @@
 
 First Dynamo's own explain (torch._dynamo.explain) says where the function breaks into
 graphs and why; then the function is compiled by strata and run once, and each graph's
-report (frontend/report.py) says what became of it: ops per dialect level, kernels
+report (frontend/inspection/report.py) says what became of it: ops per dialect level, kernels
 with the aten ops and source lines each fuses, library calls, eager fallbacks with the
 reason, seconds per pass, and the estimated bytes moved.
 
@@ -28,7 +28,7 @@ from typing import Any
 
 import torch
 
-from strata.frontend.report import CallReport, GraphReport, KernelReport, recording
+from strata.frontend.inspection.report import CallReport, GraphReport, KernelReport, recording
 
 # Lines of Dynamo's break reasons that speak to torch's developers, not to users.
 _DEVELOPER_LINES = ("Developer debug context", "Hint: Please report an issue to PyTorch")

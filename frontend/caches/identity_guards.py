@@ -1,4 +1,4 @@
-"""Identity guards carried across processes, for frontend/dynamo_cache.py.
+"""Identity guards carried across processes, for frontend/caches/dynamo_cache.py.
 
 Dynamo guards some values by identity: which function, class, module or builtin a name
 refers to (ID_MATCH, CLOSURE_MATCH and the guards built on them). An id means nothing in
@@ -6,7 +6,7 @@ another process, so these guards cannot go into a package as they are, and a pro
 that loaded one without them would not notice `m.act = torch.sigmoid` after the compile.
 
 So each of them is saved aside (`saving_portable_guards`): the guard itself, without
-its weak references, and a description of the value it saw (frontend/describe.py: a
+its weak references, and a description of the value it saw (frontend/caches/describe.py: a
 function by its qualified name and code, a class, module or builtin by name, another
 object by its class and attributes). When a loaded entry is first offered a frame,
 each guard's source is read from that frame (`frame_values`). If every value has the
@@ -31,7 +31,7 @@ import logging
 import weakref
 from typing import Any
 
-from strata.frontend.describe import Describer
+from strata.frontend.caches.describe import Describer
 
 log = logging.getLogger("strata.cache")
 

@@ -23,7 +23,7 @@ import strata
 from strata.dialects import kernel as kd
 from strata.frontend import options as opts
 from strata.frontend import pipeline_spec
-from strata.frontend.attention import keep_attention_whole
+from strata.frontend.attention.attention import keep_attention_whole
 from strata.frontend.backend import _core_aten_decompositions
 from strata.frontend.compile_graph import (
     _warn_fallbacks,
@@ -32,8 +32,8 @@ from strata.frontend.compile_graph import (
     pipeline_pass_options,
     run_pipeline,
 )
-from strata.frontend.importer import ItemResult, UnsupportedGraph, import_graph
-from strata.frontend.trace import Trace
+from strata.frontend.capture.importer import ItemResult, UnsupportedGraph, import_graph
+from strata.frontend.inspection.trace import Trace
 from strata.passes.decompose import recording_declines
 from strata.runtime import package_format, package_llvm
 from strata.runtime.compiled_graph import CompiledGraph
@@ -64,7 +64,7 @@ def package_parts(exported_program: Any, options: dict[str, Any] | None) -> tupl
         raise TypeError(f"compile_and_package takes a torch.export.ExportedProgram, not {type(exported_program).__name__}")
     started = time.perf_counter()
     resolved = opts.resolve(None, options)
-    # Attention stays one op, as in a JIT compile (frontend/attention.py): rewritten on a
+    # Attention stays one op, as in a JIT compile (frontend/attention/attention.py): rewritten on a
     # functional copy of the program, before the decompositions would write it out.
     ep = exported_program.run_decompositions({})
     if keep_attention_whole(ep.graph_module):

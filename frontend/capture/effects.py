@@ -19,7 +19,7 @@ from strata.dialects.prim_linalg_solve import LinalgCheckErrorsOp
 
 def import_effect(builder: Builder, env: dict[torch.fx.Node, Any], n: torch.fx.Node, source: str) -> None:
     """env[n] = [the new token, None] for `with_effects(token, _linalg_check_errors, ...)`."""
-    from strata.frontend.importer import UnsupportedGraph
+    from strata.frontend.capture.importer import UnsupportedGraph
 
     token, inner, *args = n.args
     check = torch.ops.aten._linalg_check_errors.default

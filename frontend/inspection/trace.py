@@ -1,7 +1,7 @@
 """Writing a compiled graph's trace: its IR after each level, its kernels, its diagram.
 
 Layout: <trace.dir>/graph_<n>/{0_aten,1_prim,2_kernel}.mlir and kernels/<name>.{py,ll};
-with `trace.graph_diagram`, also graph.dot, graph.svg and graph.png (frontend/diagram.py).
+with `trace.graph_diagram`, also graph.dot, graph.svg and graph.png (frontend/inspection/diagram.py).
 Each .mlir file parses with strata-opt (or xdsl-opt with strata's plugin).
 """
 
@@ -39,6 +39,6 @@ class Trace:
         graphviz's `dot` is installed. Returns the files written."""
         if self.folder is None:
             return []
-        from strata.frontend.diagram import program_dot, render
+        from strata.frontend.inspection.diagram import program_dot, render
 
         return render(program_dot(module, declines or [], title=self.folder.name), self.folder / "graph")

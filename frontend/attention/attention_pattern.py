@@ -5,7 +5,7 @@ Code that spells attention out (nanoGPT-style blocks, older model code) gives th
 two matmuls and a softmax over an [L, S] matrix of scores that goes through memory
 between them. As one sdpa call it runs torch's fused kernels (the blocked flash kernel
 on the CPU, flash or memory-efficient attention on CUDA), which never build that matrix
-and, for a causal mask, skip the masked half; from there frontend/attention.py (or
+and, for a causal mask, skip the masked half; from there frontend/attention/attention.py (or
 attention_training.py) turns it into strata's attention ops like any other sdpa call.
 
 What is recognized, and why it is the same function:
@@ -40,7 +40,7 @@ import torch.fx
 from torch.fx.experimental.symbolic_shapes import statically_known_true
 from torch.nn import functional as F
 
-from strata.frontend.attention import _autocast_dtypes, _example
+from strata.frontend.attention.attention import _autocast_dtypes, _example
 
 # Call targets by what they compute: Dynamo records a method call, a torch function or
 # an operator, as the user wrote it (and, by torch version, `a == b` as operator.eq or

@@ -9,7 +9,7 @@ Dynamo captured is rewritten first: each call with no dropout becomes `strata::s
 custom op AOTAutograd leaves alone, unless its mask would send torch to its math
 backend anyway (a mask whose last dim is strided): then it becomes torch's math
 implementation, ops strata compiles and fuses. A training graph's calls are rewritten
-by frontend/attention_training.py.
+by frontend/attention/attention_training.py.
 """
 
 from __future__ import annotations

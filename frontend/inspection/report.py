@@ -27,7 +27,7 @@ from xdsl.ir import Operation
 from strata.dialects import aten
 from strata.dialects import kernel as kd
 from strata.dialects import prim
-from strata.frontend.logs import ms
+from strata.frontend.inspection.logs import ms
 from strata.passes.fusion.traffic import concrete_bytes, human_bytes, is_view, values_bytes
 from strata.passes.provenance import parse_source, source_of
 

@@ -13,7 +13,7 @@ The kernel is chosen once, when the graph is rewritten, as torch's sdpa would ch
 for the traced inputs (`torch._fused_sdp_choice`), and travels as the ops' `backend`
 argument, so forward and backward use the same one. A call torch would run as math
 (an unsupported mask, dtype or head size), with dropout, grouped-query heads, or a
-mask that needs a gradient is written as math (frontend/attention.py's rewrite).
+mask that needs a gradient is written as math (frontend/attention/attention.py's rewrite).
 """
 
 from __future__ import annotations
@@ -26,7 +26,7 @@ import torch.fx
 
 from strata.dialects.prim_attention_training import CPU_OR_CUDA_BACKENDS
 from strata.dialects.strata_ops import sdpa_backward, sdpa_forward  # noqa: F401  (the ops the rewrite calls)
-from strata.frontend.attention import (
+from strata.frontend.attention.attention import (
     _autocast_dtypes,
     _calls,
     _cast_as_autocast_would,

@@ -1,7 +1,7 @@
 """Dynamo's work kept on disk: `options={"dynamo_cache": True}`, the default.
 
 With the graph cache and the capture cache (runtime/graph_cache.py,
-frontend/capture_cache.py), a warm compile is only TorchDynamo's bytecode trace, which
+frontend/caches/capture_cache.py), a warm compile is only TorchDynamo's bytecode trace, which
 alone is a second or two for a BERT. This cache stores what that trace made for a
 function (its transformed bytecode, its guards, the resume functions of graph breaks)
 with, for each graph, what strata needs to rebuild the compiled callable from the
@@ -20,7 +20,7 @@ the machinery behind torch._dynamo.config.caching_precompile). What differs:
   guards, so that even the process that traced loses them. Here the process that
   traced checks them all, and they are saved with a description of the object each saw
   and rebuilt in a loading process on the frame's own objects when those match
-  (frontend/identity_guards.py).
+  (frontend/caches/identity_guards.py).
 - torch installs loaded entries as "precompile entries" of the code object, which the
   C frame evaluator consults before its cache for ANY compiled callable running that
   code, whatever its backend: an Inductor compile of the same model would run strata's
@@ -74,8 +74,8 @@ from typing import Any, Callable
 
 import torch
 
-from strata.frontend import identity_guards
-from strata.frontend.describe import Describer, codes, qualname
+from strata.frontend.caches import identity_guards
+from strata.frontend.caches.describe import Describer, codes, qualname
 from strata.runtime import cache
 
 KIND = "dynamo"
@@ -98,7 +98,7 @@ class StrataArtifact(_ArtifactBase):
         self.key, self.content = key, content
 
     def after_deserialization(self) -> Callable:
-        from strata.frontend import capture_cache
+        from strata.frontend.caches import capture_cache
         from strata.frontend.compile_graph import compile_captured
 
         c = self.content

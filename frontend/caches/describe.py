@@ -1,6 +1,6 @@
 """A value as plain data that is the same in every process (Describer), for keys and
-checks that must not depend on ids or addresses: frontend/dynamo_cache.py's
-fingerprint of a model and frontend/identity_guards.py's record of what an identity
+checks that must not depend on ids or addresses: frontend/caches/dynamo_cache.py's
+fingerprint of a model and frontend/caches/identity_guards.py's record of what an identity
 guard saw."""
 
 from __future__ import annotations

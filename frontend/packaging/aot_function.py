@@ -28,7 +28,7 @@ def compile_serializable(gm: torch.fx.GraphModule, example_inputs: list, options
     import torch._guards
     from torch.export import Dim, export
 
-    from strata.frontend.aot_package import package_bytes
+    from strata.frontend.packaging.aot_package import package_bytes
     from strata.runtime.package_function import PackagedFunction
 
     if torch.is_grad_enabled() and any(isinstance(x, torch.Tensor) and x.requires_grad for x in example_inputs):

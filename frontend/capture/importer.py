@@ -28,7 +28,7 @@ from xdsl.ir import Attribute, Block, Region, SSAValue
 from strata.dialects import aten
 from strata.dialects.prim import dims_attr
 from strata.dialects.types import TensorType, dtype_name, from_torch_sympy, is_signed
-from strata.frontend.storage_offsets import storage_offset_attr
+from strata.frontend.capture.storage_offsets import storage_offset_attr
 from strata.passes.fusion.fresh_results import RESULT_BASES, result_bases_attr
 from strata.passes.infer_shapes import TRACED
 from strata.passes.provenance import parse_source
@@ -50,7 +50,7 @@ class ImportedGraph:
     # the caller evaluates from the inputs' sizes (AOTAutograd saves sizes for backward);
     # an ItemResult is an int the graph computed from a value item() read.
     outputs: list[int | None | sympy.Expr | ItemResult] = field(default_factory=list)
-    # The arguments that are effect tokens, None at run time (frontend/effects.py).
+    # The arguments that are effect tokens, None at run time (frontend/capture/effects.py).
     effect_tokens: list[int] = field(default_factory=list)
 
 
@@ -233,7 +233,7 @@ def import_graph(gm: torch.fx.GraphModule) -> ImportedGraph:
     tensors = [v for v in _flatten(output_node.args[0]) if isinstance(v, torch.fx.Node) and isinstance(env.get(v), SSAValue)]
     fn.attributes[RESULT_BASES] = result_bases_attr(_result_bases(tensors))
     fn.attributes[TRACED] = UnitAttr()  # infer-shapes keeps the types torch traced
-    from strata.frontend.effects import token_positions
+    from strata.frontend.capture.effects import token_positions
 
     return ImportedGraph(ModuleOp([fn]), constants, arg_symbols, output_spec, token_positions(placeholders))
 
@@ -313,7 +313,7 @@ def _import_call(builder: Builder, env: dict, n: torch.fx.Node) -> None:
     if n.target is operator.getitem:
         env[n] = env[n.args[0]][n.args[1]]
         return
-    from strata.frontend.data_dependent import TARGETS, UnsupportedValue, import_data_dependent
+    from strata.frontend.capture.data_dependent import TARGETS, UnsupportedValue, import_data_dependent
 
     if n.target in TARGETS:  # item() and torch's checks on unbacked values
         try:
@@ -323,7 +323,7 @@ def _import_call(builder: Builder, env: dict, n: torch.fx.Node) -> None:
     if isinstance(val, torch.SymInt | torch.SymFloat | torch.SymBool | int | float):
         return  # size arithmetic: consumers read the expression from meta["val"]
     if n.target is torch.ops.higher_order.with_effects:  # an effect token threaded through
-        from strata.frontend.effects import import_effect
+        from strata.frontend.capture.effects import import_effect
 
         return import_effect(builder, env, n, _source_of(n))
     if not isinstance(n.target, torch._ops.OpOverload):
