@@ -25,11 +25,11 @@ from xdsl.context import Context
 from xdsl.dialects.builtin import ModuleOp, StringAttr
 from xdsl.ir import Operation, SSAValue
 from xdsl.passes import ModulePass
-from xdsl.pattern_rewriter import GreedyRewritePatternApplier, PatternRewriter, PatternRewriteWalker
+from xdsl.pattern_rewriter import PatternRewriter, PatternRewriteWalker
 from xdsl.pattern_rewriter import RewritePattern, op_type_rewrite_pattern
 
 from strata.dialects import prim
-from strata.passes.provenance import inserter, with_source
+from strata.passes.provenance import inserter
 from strata.dialects.types import TensorType, sym
 
 MUL, ADD = prim.ELEMENTWISE_OPS["mul"], prim.ELEMENTWISE_OPS["add"]
@@ -66,44 +66,28 @@ def _row_product(rewriter: PatternRewriter, op: Operation, a: SSAValue, b: SSAVa
 
 
 @dataclass
-class MatvecToReduction(RewritePattern):
-    device: str = ""
-
-    @op_type_rewrite_pattern
-    def match_and_rewrite(self, op: prim.MmOp, rewriter: PatternRewriter) -> None:
-        if not _eligible(op, op.a, op.b, self.device):
-            return
-        row = _row_product(rewriter, op, op.a, op.b)
-        if op.a.type.dtype == "f32":
-            rewriter.replace(op, [], [row])
-        else:
-            rewriter.replace(op, with_source(op, prim.ConvertElementTypeOp(row, op.result.type.dtype)))
-
-
-@dataclass
-class AddmmRowToReduction(RewritePattern):
-    """bias + a × b with one row: the bias added in f32 before the one rounding, as
-    eager's addmm adds it."""
+class RowProductToReduction(RewritePattern):
+    """mm, or addmm (bias + a × b, the bias added in f32 before the one rounding, as
+    eager's addmm adds it), of one row."""
 
     device: str = ""
 
     @op_type_rewrite_pattern
-    def match_and_rewrite(self, op: prim.AddmmOp, rewriter: PatternRewriter) -> None:
+    def match_and_rewrite(self, op: prim.MmOp | prim.AddmmOp, rewriter: PatternRewriter) -> None:
         if not _eligible(op, op.a, op.b, self.device):
             return
-        row = _row_product(rewriter, op, op.a, op.b)
-        bias = op.bias
+        total = _row_product(rewriter, op, op.a, op.b)
         add = inserter(rewriter, op)
-        if bias.type.dtype != "f32":
-            bias = add(prim.ConvertElementTypeOp(bias, "f32"))
-        if tuple(bias.type.dims) != tuple(row.type.dims):
-            bias = add(prim.BroadcastInDimOp(bias, list(row.type.dims), list(range(2 - bias.type.rank, 2))))
-        total = with_source(op, ADD(row, bias))
-        if op.a.type.dtype == "f32":
-            rewriter.replace(op, total)
-            return
-        rounded = add(total)
-        rewriter.replace(op, with_source(op, prim.ConvertElementTypeOp(rounded, op.result.type.dtype)))
+        if isinstance(op, prim.AddmmOp):
+            bias = op.bias
+            if bias.type.dtype != "f32":
+                bias = add(prim.ConvertElementTypeOp(bias, "f32"))
+            if tuple(bias.type.dims) != tuple(total.type.dims):
+                bias = add(prim.BroadcastInDimOp(bias, list(total.type.dims), list(range(2 - bias.type.rank, 2))))
+            total = add(ADD(total, bias))
+        if op.a.type.dtype != "f32":
+            total = add(prim.ConvertElementTypeOp(total, op.result.type.dtype))
+        rewriter.replace(op, [], [total])
 
 
 @dataclass(frozen=True)
@@ -115,5 +99,4 @@ class MatvecToReductionPass(ModulePass):
     device: str = ""
 
     def apply(self, ctx: Context, op: ModuleOp) -> None:
-        patterns = [MatvecToReduction(self.device), AddmmRowToReduction(self.device)]
-        PatternRewriteWalker(GreedyRewritePatternApplier(patterns)).rewrite_module(op)
+        PatternRewriteWalker(RowProductToReduction(self.device)).rewrite_module(op)
