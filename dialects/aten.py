@@ -27,7 +27,7 @@ from functools import cache
 from typing import Any, ClassVar
 
 import sympy
-import torch
+from strata.dialects.lazy_torch import torch
 from xdsl.dialects.builtin import (
     ArrayAttr,
     DenseArrayBase,
@@ -301,10 +301,16 @@ def _op_class(schema_text: str) -> type[AtenOp]:
     return irdl_op_definition(type(cls_name, (AtenOp,), fields))
 
 
-CORE_OPS: dict[str, type[AtenOp]] = {}
-for _schema in CORE_ATEN_SCHEMAS:
-    _cls = _op_class(_schema)
-    CORE_OPS[_cls.SIGNATURE.qualified_name] = _cls
+@cache
+def _core_ops() -> dict[str, type[AtenOp]]:
+    """The op class of each Core ATen overload, made from torch's schemas at the first
+    use (`CORE_OPS`, `Aten`, `op_class_for`), so that importing this module, as the
+    passes that meet leftover aten ops do, needs no torch (dialects/lazy_torch.py)."""
+    ops: dict[str, type[AtenOp]] = {}
+    for schema in CORE_ATEN_SCHEMAS:
+        cls = _op_class(schema)
+        ops[cls.SIGNATURE.qualified_name] = cls
+    return ops
 
 
 @irdl_op_definition
@@ -332,7 +338,7 @@ def _signature_by_name(qualified_name: str) -> Signature:
 
 
 def op_class_for(qualified_name: str) -> type[AtenOp]:
-    return CORE_OPS.get(qualified_name, CallOp)
+    return _core_ops().get(qualified_name, CallOp)
 
 
 def build(
@@ -406,4 +412,15 @@ def call_eager(op: AtenOp, operand_values: Sequence[Any], bindings: dict[str, in
     return [result]
 
 
-Aten = Dialect("aten", [*CORE_OPS.values(), CallOp])
+@cache
+def _dialect() -> Dialect:
+    return Dialect("aten", [*_core_ops().values(), CallOp])
+
+
+def __getattr__(name: str) -> Any:
+    """CORE_OPS and the Aten dialect, made at their first use (_core_ops)."""
+    if name == "CORE_OPS":
+        return _core_ops()
+    if name == "Aten":
+        return _dialect()
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

@@ -12,7 +12,7 @@ from __future__ import annotations
 import sys
 from pathlib import Path
 
-import torch
+from strata.dialects.lazy_torch import torch
 
 TARGET = Path(__file__).with_name("aten_ops_generated.py")
 

@@ -20,7 +20,7 @@ writes the same formulas as kernel ops.
 
 from __future__ import annotations
 
-import torch
+from strata.dialects.lazy_torch import torch
 
 MASK32 = 0xFFFFFFFF
 ROUNDS = 10

@@ -18,7 +18,7 @@ from collections.abc import Callable, Sequence
 from typing import ClassVar
 
 import sympy
-import torch
+from strata.dialects.lazy_torch import torch, torch_fn
 from xdsl.dialects.builtin import (
     ArrayAttr,
     DenseArrayBase,
@@ -188,7 +188,7 @@ def _div(a, b):
 ELEMENTWISE: dict[str, tuple[int, Callable[[str], bool], bool, Callable]] = {
     # unary, float math
     **{
-        n: (1, _float_only, False, getattr(torch, n))
+        n: (1, _float_only, False, torch_fn(n))
         for n in (
             "exp exp2 expm1 log log2 log10 log1p sqrt rsqrt sin cos tan asin acos atan "
             "sinh cosh tanh asinh acosh atanh erf erfc erfinv sigmoid reciprocal lgamma "
@@ -196,49 +196,49 @@ ELEMENTWISE: dict[str, tuple[int, Callable[[str], bool], bool, Callable]] = {
         ).split()
     },
     # exp(x^2) erfc(x), by ATen's table of 100 polynomials (codegen/llvm_erfcx.py)
-    "erfcx": (1, _float_only, False, torch.special.erfcx),
+    "erfcx": (1, _float_only, False, torch_fn("special.erfcx")),
     # unary, numeric
-    "neg": (1, _numeric, False, torch.neg),
-    "abs": (1, _numeric, False, torch.abs),
-    "sign": (1, _numeric, False, torch.sign),
-    "floor": (1, _numeric, False, torch.floor),
-    "ceil": (1, _numeric, False, torch.ceil),
-    "round": (1, _numeric, False, torch.round),
-    "trunc": (1, _numeric, False, torch.trunc),
-    "bitwise_not": (1, _integral, False, torch.bitwise_not),
-    "logical_not": (1, _bool_only, True, torch.logical_not),
-    "isnan": (1, _any, True, torch.isnan),
-    "isinf": (1, _any, True, torch.isinf),
-    "signbit": (1, _numeric, True, torch.signbit),
+    "neg": (1, _numeric, False, torch_fn("neg")),
+    "abs": (1, _numeric, False, torch_fn("abs")),
+    "sign": (1, _numeric, False, torch_fn("sign")),
+    "floor": (1, _numeric, False, torch_fn("floor")),
+    "ceil": (1, _numeric, False, torch_fn("ceil")),
+    "round": (1, _numeric, False, torch_fn("round")),
+    "trunc": (1, _numeric, False, torch_fn("trunc")),
+    "bitwise_not": (1, _integral, False, torch_fn("bitwise_not")),
+    "logical_not": (1, _bool_only, True, torch_fn("logical_not")),
+    "isnan": (1, _any, True, torch_fn("isnan")),
+    "isinf": (1, _any, True, torch_fn("isinf")),
+    "signbit": (1, _numeric, True, torch_fn("signbit")),
     # binary, numeric
-    "add": (2, _any, False, torch.add),
-    "sub": (2, _numeric, False, torch.sub),
-    "mul": (2, _any, False, torch.mul),
+    "add": (2, _any, False, torch_fn("add")),
+    "sub": (2, _numeric, False, torch_fn("sub")),
+    "mul": (2, _any, False, torch_fn("mul")),
     "div": (2, _numeric, False, _div),
     "floordiv": (2, _numeric, False, lambda a, b: torch.div(a, b, rounding_mode="floor")),
     "remainder": (2, _numeric, False, _remainder),
-    "fmod": (2, _numeric, False, torch.fmod),
-    "pow": (2, _numeric, False, torch.pow),
-    "maximum": (2, _any, False, torch.maximum),
-    "minimum": (2, _any, False, torch.minimum),
-    "atan2": (2, _float_only, False, torch.atan2),
-    "copysign": (2, _float_only, False, torch.copysign),
-    "hypot": (2, _float_only, False, torch.hypot),
-    "bitwise_and": (2, _integral, False, torch.bitwise_and),
-    "bitwise_or": (2, _integral, False, torch.bitwise_or),
-    "bitwise_xor": (2, _integral, False, torch.bitwise_xor),
-    "shift_left": (2, _integral_not_bool, False, torch.bitwise_left_shift),
-    "shift_right": (2, _integral_not_bool, False, torch.bitwise_right_shift),
+    "fmod": (2, _numeric, False, torch_fn("fmod")),
+    "pow": (2, _numeric, False, torch_fn("pow")),
+    "maximum": (2, _any, False, torch_fn("maximum")),
+    "minimum": (2, _any, False, torch_fn("minimum")),
+    "atan2": (2, _float_only, False, torch_fn("atan2")),
+    "copysign": (2, _float_only, False, torch_fn("copysign")),
+    "hypot": (2, _float_only, False, torch_fn("hypot")),
+    "bitwise_and": (2, _integral, False, torch_fn("bitwise_and")),
+    "bitwise_or": (2, _integral, False, torch_fn("bitwise_or")),
+    "bitwise_xor": (2, _integral, False, torch_fn("bitwise_xor")),
+    "shift_left": (2, _integral_not_bool, False, torch_fn("bitwise_left_shift")),
+    "shift_right": (2, _integral_not_bool, False, torch_fn("bitwise_right_shift")),
     # binary, comparisons and logic (bool results)
-    "eq": (2, _any, True, torch.eq),
-    "ne": (2, _any, True, torch.ne),
-    "lt": (2, _any, True, torch.lt),
-    "le": (2, _any, True, torch.le),
-    "gt": (2, _any, True, torch.gt),
-    "ge": (2, _any, True, torch.ge),
-    "logical_and": (2, _bool_only, True, torch.logical_and),
-    "logical_or": (2, _bool_only, True, torch.logical_or),
-    "logical_xor": (2, _bool_only, True, torch.logical_xor),
+    "eq": (2, _any, True, torch_fn("eq")),
+    "ne": (2, _any, True, torch_fn("ne")),
+    "lt": (2, _any, True, torch_fn("lt")),
+    "le": (2, _any, True, torch_fn("le")),
+    "gt": (2, _any, True, torch_fn("gt")),
+    "ge": (2, _any, True, torch_fn("ge")),
+    "logical_and": (2, _bool_only, True, torch_fn("logical_and")),
+    "logical_or": (2, _bool_only, True, torch_fn("logical_or")),
+    "logical_xor": (2, _bool_only, True, torch_fn("logical_xor")),
     # binary, with a per-element loop (zeta, orthogonal polynomials)
     **SPECIAL_LOOP_OPS,
     # the regularized incomplete gamma functions, by ATen's series (prim_igamma.py)

@@ -9,7 +9,7 @@ L·S scores through memory twice.
 
 from __future__ import annotations
 
-import torch
+from strata.dialects.lazy_torch import torch
 from xdsl.dialects.builtin import FloatAttr, IntegerAttr, f64, i1
 from xdsl.ir import Attribute, SSAValue
 from xdsl.irdl import irdl_op_definition, opt_prop_def, prop_def, result_def, var_operand_def

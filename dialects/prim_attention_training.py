@@ -18,7 +18,7 @@ of 32), taken from torch's meta kernel by the rule that builds the op.
 
 from __future__ import annotations
 
-import torch
+from strata.dialects.lazy_torch import torch
 from xdsl.dialects.builtin import FloatAttr, IntegerAttr, f64, i1, i64
 from xdsl.ir import Attribute, SSAValue
 from xdsl.irdl import irdl_op_definition, opt_prop_def, prop_def, result_def, var_operand_def
@@ -28,7 +28,14 @@ from strata.dialects.prim import TensorOp, same_dims
 from strata.dialects.prim_linalg import check_result_types
 from strata.dialects.types import TensorType
 
-aten = torch.ops.aten
+class _AtenOps:
+    """torch.ops.aten, looked up when an op is first called (dialects/lazy_torch.py)."""
+
+    def __getattr__(self, name: str):
+        return getattr(torch.ops.aten, name)
+
+
+aten = _AtenOps()
 
 # torch.nn.attention.SDPBackend's values, as torch._fused_sdp_choice returns them.
 FLASH, EFFICIENT, CUDNN = 1, 2, 3

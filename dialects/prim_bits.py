@@ -10,7 +10,7 @@ bf16 and f16 hold every exponent of theirs) and converted to int32 after.
 
 from __future__ import annotations
 
-import torch
+from strata.dialects.lazy_torch import torch, torch_fn
 
 from strata.dialects.types import is_float
 
@@ -31,11 +31,11 @@ def _f32_only(dtype: str) -> bool:
     return dtype == "f32"
 
 
-def _nextafter_in(half: torch.dtype):
+def _nextafter_in(half: str):
     """nextafter of f16 (bf16) values held in f32. Kernels compute 16-bit floats in f32
     (passes/fusion/lower.py), where one step of the 16-bit pattern is not one of f32's;
     these ops take the step in the narrow format and give it back in f32, exactly."""
-    return lambda x, y: torch.nextafter(x.to(half), y.to(half)).to(torch.float32)
+    return lambda x, y: torch.nextafter(x.to(getattr(torch, half)), y.to(getattr(torch, half))).to(torch.float32)
 
 
 def _frexp_exponent(x: torch.Tensor) -> torch.Tensor:
@@ -44,10 +44,10 @@ def _frexp_exponent(x: torch.Tensor) -> torch.Tensor:
 
 # name: (arity, operand dtype rule, result is bool, reference), as in prim.ELEMENTWISE
 BIT_OPS = {
-    "gcd": (2, _integral_not_bool, False, torch.gcd),
-    "nextafter": (2, _f32_or_f64, False, torch.nextafter),
-    "nextafter_f16": (2, _f32_only, False, _nextafter_in(torch.float16)),
-    "nextafter_bf16": (2, _f32_only, False, _nextafter_in(torch.bfloat16)),
+    "gcd": (2, _integral_not_bool, False, torch_fn("gcd")),
+    "nextafter": (2, _f32_or_f64, False, torch_fn("nextafter")),
+    "nextafter_f16": (2, _f32_only, False, _nextafter_in("float16")),
+    "nextafter_bf16": (2, _f32_only, False, _nextafter_in("bfloat16")),
     "frexp_mantissa": (1, _float_only, False, lambda x: torch.frexp(x).mantissa),
     "frexp_exponent": (1, _float_only, False, _frexp_exponent),
 }

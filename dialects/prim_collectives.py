@@ -23,7 +23,7 @@ from collections.abc import Sequence
 from typing import ClassVar
 
 import sympy
-import torch
+from strata.dialects.lazy_torch import torch
 from xdsl.dialects.builtin import ArrayAttr, IntegerAttr, StringAttr, i64
 from xdsl.ir import Attribute, SSAValue
 from xdsl.irdl import irdl_op_definition, operand_def, opt_prop_def, prop_def, result_def, var_operand_def, var_result_def

@@ -15,7 +15,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 import sympy
-import torch
+from strata.dialects.lazy_torch import torch
 from xdsl.dialects.builtin import DenseArrayBase, IntegerAttr, UnitAttr, i64
 from xdsl.ir import Attribute, SSAValue
 from xdsl.irdl import irdl_op_definition, operand_def, opt_operand_def, opt_prop_def, prop_def, result_def

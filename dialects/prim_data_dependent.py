@@ -31,7 +31,7 @@ from __future__ import annotations
 import functools
 
 import sympy
-import torch
+from strata.dialects.lazy_torch import torch
 from xdsl.dialects.builtin import ArrayAttr, Float64Type, IndexType, IntegerAttr, NoneType, StringAttr, i64
 from xdsl.ir import Attribute, SSAValue
 from xdsl.irdl import irdl_op_definition, operand_def, prop_def, result_def, traits_def

@@ -14,7 +14,7 @@ of one set in its own order. Calling the kernels keeps eager's numbers in every 
 from __future__ import annotations
 
 import sympy
-import torch
+from strata.dialects.lazy_torch import torch
 from xdsl.dialects.builtin import FloatAttr, IntegerAttr, f64, i64
 from xdsl.ir import Attribute, SSAValue
 from xdsl.irdl import irdl_op_definition, operand_def, prop_def, result_def

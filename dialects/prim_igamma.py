@@ -9,12 +9,12 @@ Code generation: codegen/llvm_igamma.py and codegen/triton_igamma.py.
 
 from __future__ import annotations
 
-import torch
+from strata.dialects.lazy_torch import torch, torch_fn
 
 from strata.dialects.types import is_float
 
 # name: (arity, operand dtype rule, result is bool, reference), as in prim.ELEMENTWISE
 IGAMMA_OPS = {
-    "igamma": (2, is_float, False, torch.igamma),
-    "igammac": (2, is_float, False, torch.igammac),
+    "igamma": (2, is_float, False, torch_fn("igamma")),
+    "igammac": (2, is_float, False, torch_fn("igammac")),
 }

@@ -27,7 +27,7 @@ raises on an out-of-range index (on a GPU: a device-side assert).
 
 from __future__ import annotations
 
-import torch
+from strata.dialects.lazy_torch import torch
 from xdsl.dialects.builtin import ArrayAttr, IntegerAttr, StringAttr, i64
 from xdsl.ir import Attribute, SSAValue
 from xdsl.irdl import irdl_op_definition, operand_def, prop_def, result_def, traits_def

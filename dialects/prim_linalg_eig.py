@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from typing import ClassVar
 
-import torch
+from strata.dialects.lazy_torch import torch
 from xdsl.ir import SSAValue
 from xdsl.irdl import irdl_op_definition, operand_def, result_def
 

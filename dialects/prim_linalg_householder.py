@@ -14,7 +14,7 @@ from __future__ import annotations
 
 from typing import ClassVar
 
-import torch
+from strata.dialects.lazy_torch import torch
 from xdsl.dialects.builtin import IntegerAttr
 from xdsl.irdl import irdl_op_definition, operand_def, prop_def, result_def
 from xdsl.utils.exceptions import VerifyException

@@ -19,7 +19,7 @@ from __future__ import annotations
 
 from typing import ClassVar
 
-import torch
+from strata.dialects.lazy_torch import torch, torch_fn
 from xdsl.dialects.builtin import IntegerAttr, i64
 from xdsl.ir import Attribute, SSAValue
 from xdsl.irdl import irdl_op_definition, operand_def, prop_def, result_def
@@ -66,7 +66,7 @@ class CumsumOp(ScanOp):
     """Running sums along `dim`: torch.cumsum, in the operand's dtype."""
 
     name = "prim.cumsum"
-    FN: ClassVar = staticmethod(torch.cumsum)
+    FN: ClassVar = staticmethod(torch_fn("cumsum"))
 
 
 @irdl_op_definition
@@ -74,7 +74,7 @@ class CumprodOp(ScanOp):
     """Running products along `dim`: torch.cumprod, in the operand's dtype."""
 
     name = "prim.cumprod"
-    FN: ClassVar = staticmethod(torch.cumprod)
+    FN: ClassVar = staticmethod(torch_fn("cumprod"))
 
 
 class TwoResultOp(TensorOp):

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
-import torch
+from strata.dialects.lazy_torch import torch, torch_fn
 
 from strata.dialects.types import is_float
 
@@ -49,7 +49,7 @@ def _wide(fn: Callable, name: str) -> Callable:
 
 
 def _polynomial(name: str) -> Callable:
-    fn = getattr(torch.special, name)
+    fn = torch_fn(f"special.{name}")
 
     def reference(x: torch.Tensor, n: torch.Tensor) -> torch.Tensor:
         # With x NaN and n >= 2, several of ATen's kernels return an unset variable
@@ -62,6 +62,6 @@ def _polynomial(name: str) -> Callable:
 
 # name: (arity, operand dtype rule, result is bool, reference), as in prim.ELEMENTWISE
 SPECIAL_LOOP_OPS: dict[str, tuple[int, Callable[[str], bool], bool, Callable]] = {
-    "zeta": (2, _float_only, False, _wide(torch.special.zeta, "zeta")),
+    "zeta": (2, _float_only, False, _wide(torch_fn("special.zeta"), "zeta")),
     **{name: (2, _float_only, False, _polynomial(name)) for name in POLYNOMIALS},
 }

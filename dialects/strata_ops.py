@@ -11,7 +11,7 @@ them both need them registered; each runs torch's fused attention kernels.
 
 from __future__ import annotations
 
-import torch
+from strata.dialects.lazy_torch import torch
 from torch.nn import functional as F
 
 from strata.dialects.prim_attention_training import fused_backward, fused_forward, fused_forward_meta

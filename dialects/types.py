@@ -12,12 +12,11 @@ from typing import Any
 
 import contextlib
 import contextvars
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from functools import lru_cache
 
 import sympy
-import torch
-import torch.utils._sympy.functions as _torch_sympy
+from strata.dialects.lazy_torch import torch
 from xdsl.dialects.builtin import (
     ArrayAttr,
     BFloat16Type,
@@ -36,25 +35,58 @@ from xdsl.parser import AttrParser
 from xdsl.printer import Printer
 from xdsl.utils.exceptions import VerifyException
 
-# dtype names used in the IR, with their torch dtypes.
-DTYPES: dict[str, torch.dtype] = {
-    "f16": torch.float16,
-    "bf16": torch.bfloat16,
-    "f32": torch.float32,
-    "f64": torch.float64,
-    "i8": torch.int8,
-    "i16": torch.int16,
-    "i32": torch.int32,
-    "i64": torch.int64,
-    "u8": torch.uint8,
-    "i1": torch.bool,
+# dtype names used in the IR, with their torch dtypes' names.
+_TORCH_NAMES = {
+    "f16": "float16",
+    "bf16": "bfloat16",
+    "f32": "float32",
+    "f64": "float64",
+    "i8": "int8",
+    "i16": "int16",
+    "i32": "int32",
+    "i64": "int64",
+    "u8": "uint8",
+    "i1": "bool",
     # Complex values exist at the aten level only: decompose represents a complex
     # tensor of dims S as a real one of dims S + [2] (view_as_real's layout; see
     # passes/decompositions/complex_values.py), so prim, kernels and code see reals.
-    "c64": torch.complex64,
-    "c128": torch.complex128,
+    "c64": "complex64",
+    "c128": "complex128",
 }
-TORCH_TO_DTYPE = {v: k for k, v in DTYPES.items()}
+
+
+class _LazyTable(Mapping):
+    """A fixed table whose values need torch, built at its first read: the names are
+    known (iteration, `in`) without importing torch (dialects/lazy_torch.py)."""
+
+    def __init__(self, build: Callable[[], dict], keys: Callable[[], Iterable] | None = None):
+        self._build, self._keys, self._table = build, keys, None
+
+    def _load(self) -> dict:
+        if self._table is None:
+            self._table = self._build()
+        return self._table
+
+    def __getitem__(self, key):
+        table = self._table
+        return (table if table is not None else self._load())[key]
+
+    def __contains__(self, key) -> bool:
+        if self._keys is not None and self._table is None:
+            return key in self._keys()
+        return key in self._load()
+
+    def __iter__(self):
+        return iter(self._keys() if self._keys is not None and self._table is None else self._load())
+
+    def __len__(self) -> int:
+        return len(self._load())
+
+
+# IR dtype name → torch dtype, and back.
+DTYPES: Mapping[str, torch.dtype] = _LazyTable(lambda: {k: getattr(torch, v) for k, v in _TORCH_NAMES.items()},
+                                               lambda: _TORCH_NAMES)
+TORCH_TO_DTYPE: Mapping[torch.dtype, str] = _LazyTable(lambda: {getattr(torch, v): k for k, v in _TORCH_NAMES.items()})
 FLOAT_DTYPES = frozenset({"f16", "bf16", "f32", "f64"})
 INT_DTYPES = frozenset({"i8", "i16", "i32", "i64", "u8"})
 # Each complex dtype with the real dtype of its two parts.
@@ -110,6 +142,7 @@ def scalar_dtype(t: Attribute) -> str:
 
 @lru_cache(maxsize=8192)
 def _parse(text: str) -> sympy.Expr:
+    _with_torch_functions(text)
     expr = sympy.sympify(text, locals=_SYMPY_FUNCS)
     return expr.xreplace({s: symbol(s.name) for s in expr.free_symbols})
 
@@ -128,15 +161,20 @@ _SYMPY_FUNCS = {
 }
 # torch's own functions in the expressions its ShapeEnv writes (a softmax scale
 # 1/sqrt(E) of a symbolic head size is FloatPow(FloatTrueDiv(1.0, ...), 0.5)): parsed as
-# themselves, they evaluate once their symbols have values.
-_SYMPY_FUNCS.update(
-    (name, getattr(_torch_sympy, name))
-    for name in (
-        "ToFloat", "FloatTrueDiv", "IntTrueDiv", "FloatPow", "PowByNatural", "TruncToFloat", "TruncToInt",
-        "RoundToInt", "RoundDecimal", "CeilToInt", "FloorToInt", "Identity",
-    )
-    if hasattr(_torch_sympy, name)
+# themselves, they evaluate once their symbols have values. Added at the first text
+# that names one (they are torch's: a program without them parses without torch).
+_TORCH_SYMPY_NAMES = (
+    "ToFloat", "FloatTrueDiv", "IntTrueDiv", "FloatPow", "PowByNatural", "TruncToFloat", "TruncToInt",
+    "RoundToInt", "RoundDecimal", "CeilToInt", "FloorToInt", "Identity",
 )
+
+
+def _with_torch_functions(text: str) -> None:
+    if _TORCH_SYMPY_NAMES[0] in _SYMPY_FUNCS or not any(n in text for n in _TORCH_SYMPY_NAMES):
+        return
+    import torch.utils._sympy.functions as torch_sympy
+
+    _SYMPY_FUNCS.update((n, getattr(torch_sympy, n)) for n in _TORCH_SYMPY_NAMES if hasattr(torch_sympy, n))
 
 
 # A symbol's assumptions follow from its name, so that IR text parses back to the same

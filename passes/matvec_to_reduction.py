@@ -20,7 +20,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-import torch
+from strata.dialects.lazy_torch import torch
 from xdsl.context import Context
 from xdsl.dialects.builtin import ModuleOp, StringAttr
 from xdsl.ir import Operation, SSAValue
@@ -49,9 +49,9 @@ def _eligible(op: Operation, a: SSAValue, b: SSAValue, device: str) -> bool:
     ta, tb = a.type, b.type
     if not (isinstance(ta, TensorType) and isinstance(tb, TensorType)) or ta.dtype not in DTYPES:
         return False
-    if ta.dtype == "f32" and torch.backends.cuda.matmul.allow_tf32:
+    if sym(ta.dims[0]) != 1 or (device or _device(op)) != "cuda":
         return False
-    return sym(ta.dims[0]) == 1 and (device or _device(op)) == "cuda"
+    return not (ta.dtype == "f32" and torch.backends.cuda.matmul.allow_tf32)
 
 
 def _row_product(rewriter: PatternRewriter, op: Operation, a: SSAValue, b: SSAValue) -> SSAValue:

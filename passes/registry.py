@@ -88,9 +88,9 @@ DIALECT_NAMES = ("strata", "aten", "prim", "kernel")
 
 def _dialect(name: str):
     def load():
-        from strata.dialects.context import strata_dialects
+        from strata.dialects.context import strata_dialect
 
-        return next(d for d in strata_dialects() if d.name == name)
+        return strata_dialect(name)
 
     return load
 
