@@ -35,6 +35,7 @@ import torch
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from llm_models import CONFIGS, Llama, init_weights, weight_bytes  # noqa: E402
+from timing import interleaved_medians  # noqa: E402
 
 import strata  # noqa: E402,F401  (registers the backend)
 
@@ -187,21 +188,14 @@ def prefill_part(base: Llama, args, device: str, log) -> dict:
             outs[kind] = fn(prompt, pos).float()
         log(f"  prefill {kind}: {len(fb.messages)} strata warnings")
         fns[kind] = (lambda f=fn: f(prompt, pos))
-    times = {k: [] for k in kinds}
     with torch.no_grad():
-        for _ in range(args.rounds):
-            for kind, fn in fns.items():
-                sync(device)
-                t0 = time.perf_counter()
-                fn()
-                sync(device)
-                times[kind].append(time.perf_counter() - t0)
+        seconds = interleaved_medians(fns, rounds=args.rounds, inner=1, sync=lambda: sync(device))
     for kind in args.profile.split(",") if args.profile else []:
         log(f"  profile of {kind}'s prefill:")
         with torch.no_grad():
             log(profile_table(fns[kind]))
     ref = outs.get("eager")
-    return {"tokens_per_s": {k: args.prefill / statistics.median(v) for k, v in times.items()},
+    return {"tokens_per_s": {k: args.prefill / v for k, v in seconds.items()},
             "max_abs_err_vs_eager": {k: float((o - ref).abs().max()) for k, o in outs.items()} if ref is not None else {}}
 
 
@@ -234,15 +228,8 @@ def train_part(args, device: str, dtype: torch.dtype, log) -> dict:
     for kind in args.profile.split(",") if args.profile else []:
         log(f"  profile of {kind}'s training step:")
         log(profile_table(steps[kind]))
-    times = {k: [] for k in kinds}
-    for _ in range(args.rounds):
-        for kind, fn in steps.items():
-            sync(device)
-            t0 = time.perf_counter()
-            fn()
-            sync(device)
-            times[kind].append(time.perf_counter() - t0)
-    return {"tokens_per_s": {k: batch * seq / statistics.median(v) for k, v in times.items()}, "first_losses": losses,
+    seconds = interleaved_medians(steps, rounds=args.rounds, inner=1, sync=lambda: sync(device))
+    return {"tokens_per_s": {k: batch * seq / v for k, v in seconds.items()}, "first_losses": losses,
             "config": args.train_config, "batch": batch, "seq": seq}
 
 
