@@ -7,6 +7,24 @@ for a string.
 
 from __future__ import annotations
 
+from xdsl.dialects import func
+from xdsl.dialects.builtin import StringAttr
+from xdsl.ir import Operation
+
+# On a graph's func.func: the device type it runs on ("cpu", "cuda"), as the importer
+# found it; rules whose eager kernels differ by device read it through graph_device.
+DEVICE_ATTR = "strata.device"
+
+
+def graph_device(op: Operation) -> str | None:
+    """The device type of the graph `op` is (a func.func) or is in, or None where the
+    graph names none (IR written by hand)."""
+    fn = op
+    while fn is not None and not isinstance(fn, func.FuncOp):
+        fn = fn.parent_op()
+    own = fn.attributes.get(DEVICE_ATTR) if fn is not None else None
+    return own.data if isinstance(own, StringAttr) else None
+
 # On a kernel.launch: each output's strides, where a kernel writes it in a layout other
 # than row-major (passes/fusion/layouts.py); on a graph argument: its strides.
 STRIDES_ATTR = "strata.strides"

@@ -437,12 +437,15 @@ class BroadcastInDimOp(TensorOp):
         super().verify_()
 
     def reference(self, x):
-        shape = concrete(dims_of(self.shape))
-        bd = ints_of(self.broadcast_dimensions)
-        view = [1] * len(shape)
-        for i, b in enumerate(bd):
-            view[b] = x.shape[i]
-        return x.reshape(view).expand(shape)
+        return broadcast_in_dim(x, concrete(dims_of(self.shape)), ints_of(self.broadcast_dimensions))
+
+
+def broadcast_in_dim(x, shape: Sequence[int], broadcast_dimensions: Sequence[int]):
+    """x's dims placed at `broadcast_dimensions` of `shape` and expanded to it (a view)."""
+    view = [1] * len(shape)
+    for i, b in enumerate(broadcast_dimensions):
+        view[b] = x.shape[i]
+    return x.reshape(view).expand(shape)
 
 
 @irdl_op_definition

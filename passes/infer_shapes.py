@@ -41,12 +41,13 @@ from torch.fx.experimental.symbolic_shapes import DimDynamic, GuardOnDataDepende
 from torch.utils._sympy import functions as torch_sympy
 from xdsl.context import Context
 from xdsl.dialects import func
-from xdsl.dialects.builtin import FunctionType, ModuleOp, StringAttr
+from xdsl.dialects.builtin import FunctionType, ModuleOp
 from xdsl.ir import Attribute, Operation
 from xdsl.passes import ModulePass
 from xdsl.rewriter import Rewriter
 from xdsl.utils.exceptions import PassFailedException
 
+from strata.dialects.attributes import graph_device
 from strata.dialects.aten import AtenOp, decode, torch_overload
 from strata.dialects.prim import PrimOp, types_match
 from strata.dialects.types import TensorType, dtype_name, from_torch_sympy, sym
@@ -85,8 +86,7 @@ TRACED = "strata.traced"  # the function's aten types are torch's trace's (see a
 
 def infer_function(fn: func.FuncOp, trust_traced: bool = True) -> None:
     # Meta functions differ by device (CUDA's layer norm keeps f32 statistics).
-    device = fn.attributes.get("strata.device")
-    meta = MetaShapes(device=device.data if isinstance(device, StringAttr) else "cpu")
+    meta = MetaShapes(device=graph_device(fn) or "cpu")
     for t in fn.function_type.inputs:
         meta.note_symbols(t)
     rerun_aten = not (trust_traced and TRACED in fn.attributes)

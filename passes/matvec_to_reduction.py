@@ -22,13 +22,14 @@ from dataclasses import dataclass
 
 from strata.dialects.lazy_torch import torch
 from xdsl.context import Context
-from xdsl.dialects.builtin import ModuleOp, StringAttr
+from xdsl.dialects.builtin import ModuleOp
 from xdsl.ir import Operation, SSAValue
 from xdsl.passes import ModulePass
 from xdsl.pattern_rewriter import PatternRewriter, PatternRewriteWalker
 from xdsl.pattern_rewriter import RewritePattern, op_type_rewrite_pattern
 
 from strata.dialects import prim
+from strata.dialects.attributes import graph_device
 from strata.passes.provenance import inserter
 from strata.dialects.types import TensorType, sym
 
@@ -37,19 +38,11 @@ SUM = prim.REDUCTION_OPS["sum"]
 DTYPES = ("f16", "bf16", "f32")
 
 
-def _device(op: Operation) -> str | None:
-    parent = op.parent_op()
-    while parent is not None and "strata.device" not in parent.attributes:
-        parent = parent.parent_op()
-    attr = parent.attributes.get("strata.device") if parent is not None else None
-    return attr.data if isinstance(attr, StringAttr) else None
-
-
 def _eligible(op: Operation, a: SSAValue, b: SSAValue, device: str) -> bool:
     ta, tb = a.type, b.type
     if not (isinstance(ta, TensorType) and isinstance(tb, TensorType)) or ta.dtype not in DTYPES:
         return False
-    if sym(ta.dims[0]) != 1 or (device or _device(op)) != "cuda":
+    if sym(ta.dims[0]) != 1 or (device or graph_device(op)) != "cuda":
         return False
     return not (ta.dtype == "f32" and torch.backends.cuda.matmul.allow_tf32)
 

@@ -330,7 +330,8 @@ class CompiledGraph:
             ]
             return _inline_launch(func, "{launch}", ins, planned, names, {"launch": launch, "alloc": alloc}, step, pointers=True)
 
-        stride_fns = [None if st is None else size_fn(st) for *_, st in outs]
+        # Row-major strides of a symbolic shape as expressions, evaluated per call like the sizes.
+        stride_fns = [size_fn(symbolic_strides(v.type.dims) if st is None else st) for v, st in zip(op.outs, strides)]
         if launch is None:
             self._precompile_job(compiled, op, names)
 
@@ -339,8 +340,7 @@ class CompiledGraph:
         def generic_step(regs: list, env: dict) -> None:
             buffers = [regs[i] for i in ins]
             for (slot, _, sizes, dtype, _), st in zip(outs, stride_fns):
-                shape = sizes(env)
-                t = regs[slot] = alloc(tuple(shape), tuple(contiguous_strides(shape) if st is None else st(env)), dtype)
+                t = regs[slot] = alloc(tuple(sizes(env)), tuple(st(env)), dtype)
                 buffers.append(t)
             kernel(buffers, [env[n] for n in names])
 
@@ -577,6 +577,17 @@ def relayout_results(program: kd.ProgramOp, results: Sequence[SSAValue]) -> list
     return relayouts
 
 
+def symbolic_strides(dims: Sequence[Dim]) -> list[Dim]:
+    """The row-major strides of `dims`, as expressions over their symbols (a dim of
+    size 0 counts as 1, as torch's contiguous strides count it)."""
+    out: list[Dim] = []
+    stride: Dim = 1
+    for d in reversed(list(dims)):
+        out.append(stride)
+        stride = sym(stride) * sympy.Max(sym(d), 1)
+    return out[::-1]
+
+
 def symbolic_view_call(op: PrimOp) -> Callable[[torch.Tensor, dict], torch.Tensor] | None:
     """`f(x, env)` doing what a reshape or broadcast_in_dim of symbolic dims does, with
     its dims and broadcast read from the op once (its reference reads them from the
@@ -587,15 +598,7 @@ def symbolic_view_call(op: PrimOp) -> Callable[[torch.Tensor, dict], torch.Tenso
     if isinstance(op, prim.BroadcastInDimOp):
         dims = list(op.result.type.dims)
         bd = list(op.broadcast_dimensions.get_values())
-        rank = len(dims)
-
-        def broadcast(x: torch.Tensor, env: dict) -> torch.Tensor:
-            view = [1] * rank
-            for i, b in enumerate(bd):
-                view[b] = x.shape[i]
-            return x.reshape(view).expand(concrete(dims, env))
-
-        return broadcast
+        return lambda x, env: prim.broadcast_in_dim(x, concrete(dims, env), bd)
     return None
 
 

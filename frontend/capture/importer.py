@@ -26,6 +26,7 @@ from xdsl.dialects.builtin import ArrayAttr, DictionaryAttr, IndexType, ModuleOp
 from xdsl.ir import Attribute, Block, Region, SSAValue
 
 from strata.dialects import aten
+from strata.dialects.attributes import DEVICE_ATTR
 from strata.dialects.prim import dims_attr
 from strata.dialects.types import TensorType, dtype_name, from_torch_sympy, is_signed
 from strata.frontend.capture.storage_offsets import storage_offset_attr
@@ -228,7 +229,7 @@ def import_graph(gm: torch.fx.GraphModule) -> ImportedGraph:
         arg_attrs=ArrayAttr(arg_attrs),
         res_attrs=ArrayAttr(_result_attrs(graph, output_spec, len(outputs))),
     )
-    fn.attributes["strata.device"] = StringAttr(_graph_device([*placeholders, *gm.graph.nodes]))
+    fn.attributes[DEVICE_ATTR] = StringAttr(_graph_device([*placeholders, *gm.graph.nodes]))
     output_node = next(n for n in graph.nodes if n.op == "output")
     tensors = [v for v in _flatten(output_node.args[0]) if isinstance(v, torch.fx.Node) and isinstance(env.get(v), SSAValue)]
     fn.attributes[RESULT_BASES] = result_bases_attr(_result_bases(tensors))

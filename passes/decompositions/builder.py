@@ -13,8 +13,7 @@ from typing import Any
 import sympy
 import torch
 from torch._prims_common import ELEMENTWISE_TYPE_PROMOTION_KIND, elementwise_dtypes
-from xdsl.dialects import func
-from xdsl.dialects.builtin import StringAttr, UnitAttr
+from xdsl.dialects.builtin import UnitAttr
 from xdsl.ir import Operation, SSAValue
 
 from strata.dialects import prim
@@ -303,13 +302,3 @@ class PrimBuilder:
         """`value` as a tensor of x's type: for the constants inside a formula."""
         t = tensor_of(x)
         return self.full(t.dims, value, t.dtype)
-
-
-def graph_device(op: Operation) -> str | None:
-    """The device type of the graph `op` is in ("cpu", "cuda"), as the importer recorded
-    it: for rules where eager's kernels differ by device."""
-    fn = op.parent_op()
-    while fn is not None and not isinstance(fn, func.FuncOp):
-        fn = fn.parent_op()
-    own = fn.attributes.get("strata.device") if fn is not None else None
-    return own.data if isinstance(own, StringAttr) else None

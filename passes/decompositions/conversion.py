@@ -7,7 +7,8 @@ import torch
 from xdsl.ir import SSAValue
 
 from strata.dialects.aten import AtenOp
-from strata.passes.decompositions.builder import Decline, PrimBuilder, graph_device, tensor_of
+from strata.dialects.attributes import graph_device
+from strata.passes.decompositions.builder import Decline, PrimBuilder, tensor_of
 from strata.passes.decompositions.rules import decomposes
 
 

@@ -16,7 +16,7 @@ from xdsl.ir import SSAValue
 from strata.dialects.aten import AtenOp
 from strata.dialects.types import is_float
 from strata.passes.decompositions.builder import Decline, PrimBuilder, tensor_of
-from strata.passes.decompositions.builder import graph_device
+from strata.dialects.attributes import graph_device
 from strata.passes.decompositions.rules import decomposes
 
 

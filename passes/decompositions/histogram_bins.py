@@ -33,7 +33,7 @@ from strata.dialects.prim_indexing import ScatterOp
 from strata.dialects.prim_scan import SearchsortedOp
 from strata.dialects.types import DTYPES, numel
 from strata.passes.decompositions.builder import Decline, PrimBuilder, tensor_of
-from strata.passes.decompositions.builder import graph_device
+from strata.dialects.attributes import graph_device
 from strata.passes.decompositions.rules import decomposes
 
 

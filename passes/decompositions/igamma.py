@@ -13,7 +13,8 @@ from xdsl.ir import SSAValue
 
 from strata.dialects.aten import AtenOp
 from strata.dialects.types import is_float
-from strata.passes.decompositions.builder import Decline, PrimBuilder, graph_device, promote
+from strata.dialects.attributes import graph_device
+from strata.passes.decompositions.builder import Decline, PrimBuilder, promote
 from strata.passes.decompositions.rules import decomposes
 
 

@@ -17,13 +17,13 @@ from xdsl.ir import SSAValue
 from xdsl.rewriter import InsertPoint, Rewriter
 
 from strata.dialects import prim
+from strata.dialects.attributes import graph_device
 
 
 def add_biases_in_kernels(fn: func.FuncOp) -> int:
     """Rewrites each f32 prim.addmm of a 1-d bias whose result only kernels read into
     prim.mm and an elementwise add; returns how many. CUDA graphs only."""
-    device = fn.attributes.get("strata.device")
-    if device is None or getattr(device, "data", None) != "cuda":
+    if graph_device(fn) != "cuda":
         return 0
     done = 0
     for op in [o for o in fn.walk() if isinstance(o, prim.AddmmOp)]:

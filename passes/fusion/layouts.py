@@ -41,7 +41,7 @@ from xdsl.ir import BlockArgument, Operation, SSAValue
 from xdsl.rewriter import InsertPoint, Rewriter
 
 from strata.dialects import prim
-from strata.dialects.attributes import STRIDES_ATTR
+from strata.dialects.attributes import STRIDES_ATTR, graph_device
 from strata.dialects.types import Dim, TensorType, sym
 from strata.passes.fusion.plan import Plan, view_root
 
@@ -59,8 +59,7 @@ def _dim(e) -> Dim:
 
 def on_cpu(fn: func.FuncOp) -> bool:
     """Whether the graph runs on the CPU (its `strata.device`; unknown counts as not)."""
-    device = fn.attributes.get("strata.device")
-    return getattr(device, "data", None) == "cpu"
+    return graph_device(fn) == "cpu"
 
 
 def copy_convolution_inputs(fn: func.FuncOp) -> int:
