@@ -56,11 +56,13 @@ class StrataBackend:
     def __call__(self, gm: torch.fx.GraphModule, example_inputs):
         resolved = self.options
         mark_specialized_floats(example_inputs)  # no second Dynamo trace for them
-        if resolved["attention_patterns"]:
-            recognize_attention(gm)
         if in_aot_compile():  # torch's aot_compile: a package, which it serializes
             return compile_serializable(gm, example_inputs, resolved)
         if is_training(example_inputs):
+            if resolved["attention_patterns"]:
+                # before AOTAutograd differentiates it: an inference graph's attention
+                # is found at the aten level (the pass recognize-attention)
+                recognize_attention(gm)
             attention_for_training(gm)
             return self.aot()(gm, example_inputs)
         key = _capture_key(gm, example_inputs, resolved)

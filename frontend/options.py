@@ -123,8 +123,9 @@ OPTIONS: dict[str, Option] = {
                                               "an index out of range raises IndexError (off: it reads the nearest "
                                               "element of its dim, and kernels carry no check)"),
     "attention_patterns": Option(True, BOOL, "run attention written out by hand (softmax(q @ kᵀ · s, causal mask or "
-                                             "none) @ v) as one scaled_dot_product_attention call "
-                                             "(frontend/attention/attention_pattern.py)"),
+                                             "none) @ v) as one scaled_dot_product_attention call: the pass "
+                                             "recognize-attention in inference graphs, a rewrite of Dynamo's graph "
+                                             "in training ones (off: the pass leaves the pipeline)"),
     "verify": Option(True, BOOL, "verify the IR after every pass"),
     "graph_cache": Option(True, BOOL, "reuse a graph's lowering from the disk cache when the same graph was "
                                       "compiled before (STRATA_CACHE_DIR)"),
@@ -189,6 +190,8 @@ def resolve(mode: str | None = None, options: Mapping[str, Any] | None = None) -
             raise ValueError(f"unknown option {key!r}; strata's options are: {', '.join(OPTIONS)}")
         OPTIONS[key].values.check(key, value)
         resolved[key] = value
+    if not resolved["attention_patterns"]:
+        resolved["pipeline"] = pipeline_spec.without(resolved["pipeline"], pipeline_spec.ATTENTION_PASS)
     if resolved["extra_passes"]:
         # into the pipeline they go, checked against it (a user's pipeline may lack a
         # pass the default has), so that the resolved options name every pass that runs

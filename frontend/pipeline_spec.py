@@ -30,6 +30,8 @@ from strata.passes.registry import PASSES
 
 # The pass that lowers a graph to the kernel.program the runtime runs.
 LOWERING_PASS = "fuse"
+# The pass the option attention_patterns=False takes out.
+ATTENTION_PASS = "recognize-attention"
 
 
 def parse(text: str, whole: bool = True) -> list[ArgSpec]:
@@ -86,6 +88,11 @@ def insert(pipeline: str, extra: Mapping[str, str]) -> str:
         if spec is not None:
             out.append(str(spec))
     return ",".join(out)
+
+
+def without(pipeline: str, name: str) -> str:
+    """The pipeline text with every run of the pass `name` taken out."""
+    return ",".join(str(s) for s in parse(pipeline) if s.name != name)
 
 
 def extra_specs(extra: Mapping[str, str]) -> dict[str, list[ArgSpec]]:

@@ -13,6 +13,12 @@ def _infer_shapes():
     return InferShapesPass
 
 
+def _recognize_attention():
+    from strata.passes.recognize_attention import RecognizeAttentionPass
+
+    return RecognizeAttentionPass
+
+
 def _decompose():
     from strata.passes.decompose import DecomposePass
 
@@ -63,6 +69,7 @@ def _fold_grouped_attention():
 
 PASSES: dict[str, Callable[[], type[ModulePass]]] = {
     "infer-shapes": _infer_shapes,
+    "recognize-attention": _recognize_attention,
     "decompose": _decompose,
     "simplify": _simplify,
     "fuse": _fuse,
@@ -74,11 +81,13 @@ PASSES: dict[str, Callable[[], type[ModulePass]]] = {
 }
 
 # The pipeline a torch.compile call runs, by pass name.
+# recognize-attention reads the aten ops AOTAutograd traced, so it runs before decompose
+# (the option attention_patterns=False takes it out).
 # fold-grouped-attention is not in it: cuDNN's attention runs one block per (batch,
 # head) over all keys, so folding a decode step's query heads into their kv heads
 # leaves too few blocks (slower on an H200, docs/performance.md); opt in with
 # extra_passes until a split-K decode attention runs the folded form.
-DEFAULT_PIPELINE = ("infer-shapes", "decompose", "simplify", "matvec-to-reduction", "infer-shapes", "fuse",
+DEFAULT_PIPELINE = ("infer-shapes", "recognize-attention", "decompose", "simplify", "matvec-to-reduction", "infer-shapes", "fuse",
                     "coalesce-dims", "schedule-collectives")
 
 

@@ -1,5 +1,8 @@
 """Attention written out by hand (softmax(q @ kᵀ · s [causal mask]) @ v) recognized as
-one sdpa call (frontend/attention/attention_pattern.py), and everything else left as written."""
+one sdpa call on Dynamo's graph, as training graphs are (frontend/attention/
+attention_pattern.py), and everything else left as written; and attention written out
+in models compiled by strata, inference (the pass recognize-attention,
+tests/test_recognize_attention.py) and training alike."""
 
 from __future__ import annotations
 
@@ -166,15 +169,19 @@ def test_the_option_turns_it_off(tmp_path):
     assert "prim.sdpa" not in program and "prim.bmm" in program
 
 
-def test_gpt_block_trains_with_eager_gradients():
+def test_gpt_block_trains_with_eager_gradients(tmp_path):
+    # recognized on Dynamo's graph, so that forward and backward are the fused kernels
+    # (a head size of 16: torch's fused kernels take multiples of 8)
     torch.manual_seed(0)
-    block = TransformerBlock(48, 4)
-    x = torch.randn(2, 12, 48, requires_grad=True)
-    twin = TransformerBlock(48, 4)
+    block = TransformerBlock(64, 4)
+    x = torch.randn(2, 12, 64, requires_grad=True)
+    twin = TransformerBlock(64, 4)
     twin.load_state_dict(block.state_dict())
     x2 = x.detach().clone().requires_grad_()
-    strata.compile(block)(x).square().sum().backward()
+    strata.compile(block, options={"trace.enabled": True, "trace.dir": str(tmp_path)})(x).square().sum().backward()
     twin(x2).square().sum().backward()
+    programs = [p.read_text() for p in tmp_path.glob("graph_*/1_prim.mlir")]
+    assert sum("prim.sdpa_forward" in p for p in programs) == 1 and sum("prim.sdpa_backward" in p for p in programs) == 1
     torch.testing.assert_close(x.grad, x2.grad, atol=1e-5, rtol=1e-4)
     for (name, p), p2 in zip(block.named_parameters(), twin.parameters()):
         torch.testing.assert_close(p.grad, p2.grad, atol=1e-5, rtol=1e-4, msg=name)

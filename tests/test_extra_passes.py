@@ -20,7 +20,7 @@ def _square_plus_one(x):
 
 def test_passes_go_where_they_are_asked_and_the_rest_stays():
     resolved = resolve(None, {"extra_passes": {"after:simplify": "pow-to-mul", "before:fuse": "simplify"}})
-    assert resolved["pipeline"] == "infer-shapes,decompose,simplify,pow-to-mul,matvec-to-reduction,infer-shapes,simplify,fuse,coalesce-dims,schedule-collectives"
+    assert resolved["pipeline"] == "infer-shapes,recognize-attention,decompose,simplify,pow-to-mul,matvec-to-reduction,infer-shapes,simplify,fuse,coalesce-dims,schedule-collectives"
     assert resolved["extra_passes"] == {}  # folded into the pipeline: resolving again adds nothing
     assert resolve(None, resolved)["pipeline"] == resolved["pipeline"]
     assert list_options()["pipeline"] == DEFAULT
@@ -30,9 +30,9 @@ def test_passes_go_where_they_are_asked_and_the_rest_stays():
 def test_inserted_passes_keep_their_options():
     resolved = resolve(None, {"extra_passes": {"after:decompose": "decompose{fallback_random=true},pow-to-mul"}})
     names = [n for n, _ in pipeline_spec.steps(resolved["pipeline"])]
-    assert names == ["infer-shapes", "decompose", "decompose", "pow-to-mul", "simplify", "matvec-to-reduction", "infer-shapes",
+    assert names == ["infer-shapes", "recognize-attention", "decompose", "decompose", "pow-to-mul", "simplify", "matvec-to-reduction", "infer-shapes",
                      "fuse", "coalesce-dims", "schedule-collectives"]
-    assert pipeline_spec.steps(resolved["pipeline"])[2] == ("decompose", {"fallback_random": True})
+    assert pipeline_spec.steps(resolved["pipeline"])[3] == ("decompose", {"fallback_random": True})
 
 
 def test_positions_follow_a_pipeline_the_user_gave():
@@ -46,7 +46,7 @@ def test_positions_follow_a_pipeline_the_user_gave():
         ("pow-to-mul", ["must be a dict", "'pow-to-mul' (str)"]),
         ({"simplify": "pow-to-mul"}, ["'simplify'", "is not 'after:<pass>' or 'before:<pass>'"]),
         ({"after:simplfy": "pow-to-mul"}, ["no pass 'simplfy'", "did you mean 'simplify'"]),
-        ({"after:infer-shapes": "pow-to-mul"}, ["ambiguous", "runs 2 times", "'before:decompose'", "'before:fuse'"]),
+        ({"after:infer-shapes": "pow-to-mul"}, ["ambiguous", "runs 2 times", "'before:recognize-attention'", "'before:fuse'"]),
         ({"after:simplify": "pow-to-mull"}, ["no pass is named 'pow-to-mull'", "did you mean 'pow-to-mul'"]),
         ({"after:simplify": "pow-to-mul{exact=false}"}, ["'pow-to-mul' does not take", "exact"]),
         ({"after:simplify": "decompose{fallback_random"}, ["does not parse"]),

@@ -32,7 +32,7 @@ BAD_OPTIONS = [
     ({"trace.dir": 5}, ["'trace.dir'", "a path", "5 (int)"]),
     ({"codegen": "cuda"}, ["'codegen'", "'llvm'", "'triton'", "'cuda' (str)"]),
     ({"pipeline": 5}, ["'pipeline'", "pass names", "5 (int)"]),
-    ({"pipeline": "infer-shapes,decompose,fusee"}, ["'pipeline'", "'fusee'", "infer-shapes, decompose, simplify, fuse"]),
+    ({"pipeline": "infer-shapes,decompose,fusee"}, ["'pipeline'", "'fusee'", "infer-shapes, recognize-attention, decompose, simplify, fuse"]),
     ({"pipeline": "infer-shapes,decompose"}, ["'pipeline'", "lacks 'fuse'"]),
     ({"pipeline": "decompose,fuse{"}, ["'pipeline'", "does not parse", "fuse{"]),
     ({"pipeline": "decompose,fuse{no_such_option=true}"}, ["'pipeline'", "'fuse'", "no_such_option"]),

@@ -43,6 +43,7 @@ from strata.testing.reach import reach, without_dead_code
 PASS_INPUTS: dict[str, tuple[str, ...]] = {
     "infer-shapes": ("aten", "prim"),
     "decompose": ("aten",),
+    "recognize-attention": ("aten",),  # generated programs hold no attention: tests/test_recognize_attention.py aims at it
     "simplify": ("prim", "decomposed"),
     "fuse": ("prim", "decomposed"),
     "coalesce-dims": ("fused",),

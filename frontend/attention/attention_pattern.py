@@ -1,5 +1,13 @@
-"""Attention written out by hand, recognized: `softmax(q @ kᵀ · s [causal mask]) @ v`
-becomes one `F.scaled_dot_product_attention` call in the graph Dynamo captured.
+"""Attention written out by hand in a training graph, recognized: `softmax(q @ kᵀ · s
+[causal mask]) @ v` becomes one `F.scaled_dot_product_attention` call in the graph
+Dynamo captured.
+
+An inference graph's attention is recognized at the aten level, by the pass
+recognize-attention (passes/recognize_attention.py), where strata-opt and FileCheck see
+it. A training graph's cannot be: AOTAutograd derives the backward from the program it
+is given, and the gradient of a written-out attention is written out too; only an sdpa
+call in that program gets the fused backward (attention_training.py). So this rewrite of
+Dynamo's graph, before AOTAutograd, runs for training graphs only (frontend/backend.py).
 
 Code that spells attention out (nanoGPT-style blocks, older model code) gives the graph
 two matmuls and a softmax over an [L, S] matrix of scores that goes through memory
@@ -227,8 +235,8 @@ def _match(out: torch.fx.Node, autocast: dict) -> tuple[dict[str, Any], list[tor
 
 
 def recognize_attention(gm: torch.fx.GraphModule) -> int:
-    """Rewrites each written-out attention of the graph to one sdpa call; returns how
-    many it rewrote."""
+    """Rewrites each written-out attention of a training graph to one sdpa call;
+    returns how many it rewrote."""
     autocast = _autocast_dtypes(gm)
     rewritten = 0
     for n in list(gm.graph.nodes):
