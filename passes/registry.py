@@ -55,6 +55,12 @@ def _pow_to_mul():
     return PowToMulPass
 
 
+def _fold_sign_ops():
+    from strata.passes.fold_sign_ops import FoldSignOpsPass
+
+    return FoldSignOpsPass
+
+
 def _matvec_to_reduction():
     from strata.passes.matvec_to_reduction import MatvecToReductionPass
 
@@ -78,6 +84,7 @@ PASSES: dict[str, Callable[[], type[ModulePass]]] = {
     "pow-to-mul": _pow_to_mul,
     "matvec-to-reduction": _matvec_to_reduction,
     "fold-grouped-attention": _fold_grouped_attention,
+    "fold-sign-ops": _fold_sign_ops,
 }
 
 # The pipeline a torch.compile call runs, by pass name.

@@ -48,6 +48,7 @@ PASS_INPUTS: dict[str, tuple[str, ...]] = {
     "fuse": ("prim", "decomposed"),
     "coalesce-dims": ("fused",),
     "pow-to-mul": ("prim", "decomposed"),
+    "fold-sign-ops": ("prim", "decomposed"),
     "matvec-to-reduction": ("prim", "decomposed"),  # generated graphs name no device: aimed below with device="cuda"
     "fold-grouped-attention": ("prim", "decomposed"),  # no repeated heads there: tests/test_grouped_attention.py aims at them
     "schedule-collectives": ("fused",),  # no collectives there: it must leave them alone (tests/test_schedule_collectives.py aims at them)
@@ -202,6 +203,23 @@ def test_pow_to_mul_keeps_values_of_squares(program):
     remember(program, "-p pow-to-mul")
     problem = check_pipeline(program, ["pow-to-mul"])
     assert problem is None, report(program, "-p pow-to-mul", f"pow-to-mul changed the program's values: {problem}")
+
+
+# Negations and absolute values of each other, which fold-sign-ops folds.
+SIGN_CHAINS = sst.prim_programs(favour=("prim.neg", "prim.abs"), steps=("unary", "binary", "view"), max_ops=12)
+
+
+def test_sign_chains_reach_fold_sign_ops():
+    found = reach("fold-sign-ops", SIGN_CHAINS, examples=100)
+    assert found.fraction() >= 0.2, f"the aimed programs no longer reach the pattern: {found}"
+
+
+@given(program=SIGN_CHAINS)
+def test_fold_sign_ops_keeps_values_of_sign_chains(program):
+    assume(known_bug(program) is None)
+    remember(program, "-p fold-sign-ops")
+    problem = check_pipeline(program, ["fold-sign-ops"])
+    assert problem is None, report(program, "-p fold-sign-ops", f"fold-sign-ops changed the program's values: {problem}")
 
 
 # Matrix products of one row, rewritten as on a GPU.
