@@ -64,14 +64,32 @@ Step = Callable[[list, dict], None]
 SHARED_WORKSPACE_BYTES = 16 << 20
 
 
-def size_fn(dims: Sequence[Dim]) -> Callable[[dict[str, int]], list[int]]:
+# How many bindings of its symbols a size function keeps the dims of.
+SIZES_KEPT = 64
+
+
+def size_fn(dims: Sequence[Dim]) -> Callable[[dict[str, int]], tuple[int, ...]]:
     """A fast function from symbol bindings to concrete dims: exact (sympy's integer
-    arithmetic, each value kept per binding by `concrete`), never through floats."""
+    arithmetic), never through floats. The dims are kept per binding of the symbols
+    they name, so that a call with the sizes of an earlier one costs one dict lookup
+    (a graph of symbolic sizes runs with the same few bindings again and again)."""
     exprs = [sym(d) for d in dims]
     if all(e.is_Integer for e in exprs):
-        fixed = [int(e) for e in exprs]
+        fixed = tuple(int(e) for e in exprs)
         return lambda env: fixed
-    return lambda env: concrete(exprs, env)
+    names = sorted({s.name for e in exprs for s in e.free_symbols})
+    kept: dict[tuple[int, ...], tuple[int, ...]] = {}
+
+    def sizes(env: dict[str, int]) -> tuple[int, ...]:
+        key = tuple([env[n] for n in names])
+        got = kept.get(key)
+        if got is None:
+            if len(kept) >= SIZES_KEPT:
+                kept.clear()
+            got = kept[key] = tuple(concrete(exprs, env))
+        return got
+
+    return sizes
 
 
 def _static(dims: Sequence[Dim]) -> list[int] | None:
@@ -340,11 +358,21 @@ class CompiledGraph:
         def generic_step(regs: list, env: dict) -> None:
             buffers = [regs[i] for i in ins]
             for (slot, _, sizes, dtype, _), st in zip(outs, stride_fns):
-                t = regs[slot] = alloc(tuple(sizes(env)), tuple(st(env)), dtype)
+                t = regs[slot] = alloc(sizes(env), st(env), dtype)
                 buffers.append(t)
             kernel(buffers, [env[n] for n in names])
 
-        return generic_step
+        # The same as statements of the runner: a call of a Python function per step
+        # is most of a symbolic launch's host time.
+        objects: dict[str, Any] = {"kernel": kernel, "alloc": alloc}
+        code = []
+        for j, ((slot, _, sizes, dtype, _), st) in enumerate(zip(outs, stride_fns)):
+            objects.update({f"sizes{j}": sizes, f"strides{j}": st, f"dtype{j}": dtype})
+            code.append(f"regs[{slot}] = {{alloc}}({{sizes{j}}}(env), {{strides{j}}}(env), {{dtype{j}}})")
+        buffers = ", ".join(f"regs[{i}]" for i in ins + [slot for slot, *_ in outs])
+        symbols = ", ".join(f"env[{n!r}]" for n in names)
+        code.append(f"{{kernel}}([{buffers}], [{symbols}])")
+        return InlineStep(code, objects, generic_step, func.sym_name.data)
 
     def _library_step(self, op: PrimOp) -> Step:
         if isinstance(op, CONVOLUTION_BACKWARD_OPS):  # one library call, arguments made now
@@ -436,7 +464,7 @@ class CompiledGraph:
             def view(regs: list, env: dict) -> None:
                 regs[result] = symbolic_view(regs[x], env)
 
-            return view
+            return InlineStep([f"regs[{result}] = {{view}}(regs[{x}], env)"], {"view": symbolic_view}, view, op.name)
 
         def step(regs: list, env: dict) -> None:
             with bound_symbols(env):
@@ -593,12 +621,12 @@ def symbolic_view_call(op: PrimOp) -> Callable[[torch.Tensor, dict], torch.Tenso
     its dims and broadcast read from the op once (its reference reads them from the
     op's attributes at every call)."""
     if isinstance(op, prim.ReshapeOp):
-        dims = list(op.result.type.dims)
-        return lambda x, env: x.reshape(concrete(dims, env))
+        dims = size_fn(op.result.type.dims)
+        return lambda x, env: x.reshape(dims(env))
     if isinstance(op, prim.BroadcastInDimOp):
-        dims = list(op.result.type.dims)
+        dims = size_fn(op.result.type.dims)
         bd = list(op.broadcast_dimensions.get_values())
-        return lambda x, env: prim.broadcast_in_dim(x, concrete(dims, env), bd)
+        return lambda x, env: prim.broadcast_in_dim(x, dims(env), bd)
     return None
 
 

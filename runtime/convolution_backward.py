@@ -20,7 +20,7 @@ from strata.dialects.prim_convolution_backward import ConvolutionBackwardInputOp
 from strata.dialects.types import DTYPES, Dim
 
 Step = Callable[[list, dict], None]
-SizeFn = Callable[[Sequence[Dim]], Callable[[dict[str, int]], list[int]]]
+SizeFn = Callable[[Sequence[Dim]], Callable[[dict[str, int]], Sequence[int]]]
 
 _BACKWARD = torch.ops.aten.convolution_backward.default
 _BOTH, _INPUT, _WEIGHT = [True, True, False], [True, False, False], [False, True, False]
@@ -74,7 +74,7 @@ def convolution_backward_step(
 
 
 def _stand_in(
-    dims: Sequence[Dim], sizes: Callable[[dict[str, int]], list[int]], dtype: torch.dtype, device: torch.device
+    dims: Sequence[Dim], sizes: Callable[[dict[str, int]], Sequence[int]], dtype: torch.dtype, device: torch.device
 ) -> Callable[[torch.Tensor, dict], torch.Tensor]:
     """A tensor of dims `dims` whose values the call never reads, on the device of the
     output's gradient. cuDNN reads only its sizes: one element expanded, made once.
