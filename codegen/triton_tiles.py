@@ -20,6 +20,8 @@ would otherwise leave most of the GPU idle.
 
 from __future__ import annotations
 
+import functools
+
 from typing import NamedTuple
 
 # A row of at most this many elements is reduced in one tile held in registers
@@ -57,6 +59,9 @@ def _warps(elements: int, limit: int = 8) -> int:
     return max(1, min(limit, elements // 256))
 
 
+# A launch of symbolic sizes asks for its tile at every call, with the sizes of earlier
+# calls: the heuristics are pure, so each answer is kept.
+@functools.lru_cache(maxsize=4096)
 def pointwise_tile(xnumel: int) -> Tile:
     xblock = max(128, min(1024, next_power_of_2(xnumel)))
     return Tile(False, xblock, 1, _warps(xblock))
@@ -118,6 +123,7 @@ def persistent_warps(elements: int, loads: int, itemsize: int = 4, least: int | 
     return max(1, min(32, elements // (32 * 64)))
 
 
+@functools.lru_cache(maxsize=4096)
 def reduction_tile(xnumel: int, rnumel: int, layout: str = "inner", splittable: bool = False,
                    loads: int = 1, passes: int = 1, itemsize: int = 4) -> Tile:
     """The heuristic tile; a split one only for a kernel that can be split. `loads`:

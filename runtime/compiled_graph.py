@@ -51,7 +51,7 @@ from strata.runtime.graph_runner import InlineStep, generate_runner
 from strata.runtime.in_place import in_place_scatters, scatter_into_step
 from strata.runtime import shared_workspace
 from strata.runtime.memory_plan import MemoryPlan, plan_memory
-from strata.runtime.views import ViewCache, reinterpret, view_step_code
+from strata.runtime.views import SymbolicViewCache, ViewCache, reinterpret, view_step_code
 from strata.runtime.random_seeds import draw_seeds_step
 from strata.dialects.prim_collectives import COLLECTIVE_OPS, COMMUNICATION_OPS
 from strata.dialects.prim_data_dependent import DATA_DEPENDENT_OPS
@@ -620,13 +620,14 @@ def symbolic_view_call(op: PrimOp) -> Callable[[torch.Tensor, dict], torch.Tenso
     """`f(x, env)` doing what a reshape or broadcast_in_dim of symbolic dims does, with
     its dims and broadcast read from the op once (its reference reads them from the
     op's attributes at every call)."""
+    names = tuple(sorted(_names(op.result.type))) if isinstance(op.result.type, TensorType) else ()
     if isinstance(op, prim.ReshapeOp):
         dims = size_fn(op.result.type.dims)
-        return lambda x, env: x.reshape(dims(env))
+        return SymbolicViewCache(lambda x, env: x.reshape(dims(env)), names)
     if isinstance(op, prim.BroadcastInDimOp):
         dims = size_fn(op.result.type.dims)
         bd = list(op.broadcast_dimensions.get_values())
-        return lambda x, env: prim.broadcast_in_dim(x, dims(env), bd)
+        return SymbolicViewCache(lambda x, env: prim.broadcast_in_dim(x, dims(env), bd), names)
     return None
 
 

@@ -53,3 +53,30 @@ def view_step_code(cache: ViewCache, x: str, result: int) -> tuple[list[str], di
         f"regs[{result}] = {{reinterpret}}({x}, k[1], k[2], k[3]) if {x}.stride() == k[0] else {{learn}}({x})",
     ]
     return code, {"reinterpret": reinterpret, "known": cache.known, "learn": cache.learn}
+
+
+class SymbolicViewCache:
+    """A ViewCache for a view whose dims name shape symbols (`view(x, env)`): a
+    layout is remembered per input sizes, input strides and binding of the view's own
+    symbols, the three that decide it, and a graph of symbolic sizes meets the same few
+    again and again (a prefill's lengths, a training step's batch)."""
+
+    KEPT = 64
+
+    def __init__(self, view: Callable[[torch.Tensor, dict], torch.Tensor], names: tuple[str, ...]):
+        self.view = view
+        self.names = names
+        self.known: dict[tuple, tuple[Any, ...]] = {}
+
+    def __call__(self, x: torch.Tensor, env: dict) -> torch.Tensor:
+        key = (x.shape, x.stride(), *[env[n] for n in self.names])
+        k = self.known.get(key)
+        if k is not None:
+            return reinterpret(x, k[0], k[1], k[2])
+        y = self.view(x, env)
+        if (reinterpret is not None and y.untyped_storage().data_ptr() == x.untyped_storage().data_ptr()
+                and y.dtype == x.dtype):
+            if len(self.known) >= self.KEPT:
+                self.known.clear()
+            self.known[key] = (tuple(y.shape), y.stride(), y.storage_offset() - x.storage_offset())
+        return y
