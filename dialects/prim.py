@@ -559,7 +559,9 @@ def _slice_dims(start, limit, step) -> list[Dim]:
 
 @irdl_op_definition
 class CatOp(TensorOp):
-    """Concatenates operands of one dtype along `dim`."""
+    """Concatenates operands of one dtype along `dim`. A library call: decompose
+    writes a cat of at most four operands of static sizes along `dim` as reads that
+    fusion takes into the kernel reading it (passes/decompositions/shape.py)."""
 
     name = "prim.cat"
     xs = var_operand_def()

@@ -283,7 +283,9 @@ FAMILIES = {
     # family: (function, inputs, a prim op its lowering must contain)
     "elementwise": (lambda x: torch.where(x > 0, x * 2, -x).sigmoid(), [rand(4, 5)], "prim.where"),
     "conversion": (lambda x: x.to(torch.float16).clone(), [rand(4, 5)], "prim.convert_element_type"),
-    "shape": (lambda x: torch.cat([x.t()[1:], x.t()[:1]]).view(-1), [rand(4, 5)], "prim.cat"),
+    "shape": (lambda x: torch.cat([x.t()[1:], x.t()[:1], x.t(), x.t()[2:], x.t()[:3]]).view(-1), [rand(4, 5)], "prim.cat"),
+    # a cat of a few operands: reads of each at its positions, which fusion inlines
+    "cat_as_reads": (lambda x: torch.cat([x.t()[1:], x.t()[:1], x.t()[:2] * 3], 0).view(-1), [rand(4, 5)], "prim.where"),
     "reduction": (lambda x: x.sum(0) + x.var(0), [rand(4, 5)], "prim.sum"),
     "normalization": (lambda x: F.layer_norm(x.softmax(-1), (5,)), [rand(4, 5)], "prim.amax"),
     "creation": (lambda x: x + torch.arange(5), [rand(4, 5)], "prim.iota"),
@@ -293,6 +295,7 @@ FAMILIES = {
     "scatter": (lambda x, i: torch.scatter_add(x, 0, i, x * 2), [rand(4, 5), torch.randint(0, 4, (4, 5))], "prim.scatter"),
     "arg_reduction": (lambda x: torch.max(x, 1), [rand(4, 5)], "prim.amin"),
     "scan": (lambda x: torch.cumsum(x, 0) + torch.sort(x)[0], [rand(4, 5)], "prim.sort"),
+    "stack": (lambda x: torch.stack([x * 2, x.exp()], -1).flatten(1), [rand(4, 5)], "prim.gather"),
     "padding": (lambda x: F.pad(x, (1, 2, 2, 1), mode="reflect") + 1, [rand(1, 4, 5)], "prim.gather"),
     "pooling": (lambda x: F.max_pool2d(x, 2) + F.avg_pool2d(x, 2), [rand(1, 2, 4, 6)], "prim.gather"),
 }

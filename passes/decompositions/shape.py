@@ -243,4 +243,41 @@ def cat(op: AtenOp, b: PrimBuilder) -> SSAValue:
     xs = [b.convert(x, out.dtype) for x in xs]
     if len(xs) == 1:
         return b.reshape(xs[0], out.dims)
-    return b.add(prim.CatOp(xs, wrap_dim(b.arg("dim"), out.rank)))
+    d = wrap_dim(b.arg("dim"), out.rank)
+    if len(xs) <= POINTWISE_CAT_OPERANDS and all(_static_positive(tensor_of(x).dims[d]) for x in xs):
+        return _cat_as_reads(b, xs, d)
+    return b.add(prim.CatOp(xs, d))
+
+
+def _static_positive(n: Dim) -> bool:
+    # each operand is read (at a clamped coordinate) at every position: it must have
+    # an element at every call, which a symbolic size does not promise
+    return sym(n).is_Integer and int(sym(n)) >= 1
+
+
+# A cat of a few operands is elementwise: each element of the result reads the operand
+# its position along `dim` falls in, so fusion computes the cat inside the kernel that
+# reads it, from its operands' producers, and no operand goes through memory (a rotary
+# embedding's stack of two products, a partial rotary's cat). With more operands each
+# element would read every one of them: those stay one library call.
+POINTWISE_CAT_OPERANDS = 4
+
+
+def _cat_as_reads(b: PrimBuilder, xs: Sequence[SSAValue], d: int) -> SSAValue:
+    """where(p < o1, x0[p], where(p < o2, x1[p - o1], ...)) along dim d, each operand
+    read at its coordinate clamped into its size (the positions `where` discards)."""
+    from strata.passes.decompositions.indexing import clamp_index, positions, read_at
+
+    out = b.out()
+    p = positions(b, out.dims, d)
+    reads, offsets, offset = [], [], sympy.Integer(0)
+    for x in xs:
+        n = tensor_of(x).dims[d]
+        at = p if offset == 0 else b.ew("sub", p, b.constant_like(p, offset))
+        reads.append(read_at(b, x, {d: clamp_index(b, at, n)}, out.dims))
+        offset = offset + sym(n)
+        offsets.append(offset)
+    value = reads[-1]
+    for read, end in zip(reversed(reads[:-1]), reversed(offsets[:-1])):
+        value = b.where(b.ew("lt", p, b.constant_like(p, end)), read, value)
+    return value

@@ -4,7 +4,7 @@ Every op of the graph is one of three sorts:
 - *inline*: elementwise math, where, conversions, views, full, iota. Computed inside
   whichever kernel reads it, at the index it is read at;
 - *reduction*: prim.sum/prod/amax/amin. Always a node of its own;
-- *extern*: library calls (prim.mm, prim.bmm, prim.cat) and aten ops left after
+- *extern*: library calls (prim.mm, prim.bmm, a prim.cat of many operands) and aten ops left after
   decomposition (eager fallbacks). They run in the program, on tensors.
 
 A value is *realized* (written to a buffer) when it is a reduction, an inline compute
