@@ -620,7 +620,9 @@ def symbolic_view_call(op: PrimOp) -> Callable[[torch.Tensor, dict], torch.Tenso
     """`f(x, env)` doing what a reshape or broadcast_in_dim of symbolic dims does, with
     its dims and broadcast read from the op once (its reference reads them from the
     op's attributes at every call)."""
-    names = tuple(sorted(_names(op.result.type))) if isinstance(op.result.type, TensorType) else ()
+    if not isinstance(op, prim.ReshapeOp | prim.BroadcastInDimOp):
+        return None
+    names = tuple(sorted(_names(op.result.type)))
     if isinstance(op, prim.ReshapeOp):
         dims = size_fn(op.result.type.dims)
         return SymbolicViewCache(lambda x, env: x.reshape(dims(env)), names)

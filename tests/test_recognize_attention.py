@@ -184,8 +184,10 @@ def test_the_trace_shows_the_rewrite_and_strata_opt_repeats_it(tmp_path):
     assert "prim.sdpa" in (graph / "1_prim.mlir").read_text()
     traced = (graph / "0_aten.mlir").read_text()
     assert "aten._softmax" in traced and "strata::sdpa" not in traced
-    out = subprocess.run([sys.executable, "-m", "strata.opt", str(graph / "0_aten.mlir"), "-p", "recognize-attention"],
-                         capture_output=True, text=True, check=True).stdout
+    done = subprocess.run([sys.executable, "-m", "strata.opt", str(graph / "0_aten.mlir"), "-p", "recognize-attention"],
+                          capture_output=True, text=True, timeout=120)
+    assert done.returncode == 0, done.stderr
+    out = done.stdout
     assert "strata::sdpa" in out and "aten._softmax" not in out and "aten.bmm" not in out
 
 
