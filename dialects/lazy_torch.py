@@ -4,35 +4,43 @@ The dialects need torch for their ops' reference implementations and for dtypes,
 to parse, verify or rewrite IR. strata-opt on a prim or kernel program (every lit test
 of a pass but decompose's) would otherwise spend seconds importing torch for nothing. A
 module reads `torch` from here; the real import happens at the first attribute read
-(importlib's LazyLoader), after which it is the ordinary module. Where torch is already
+(a stand-in that imports it then and reads through to it). Where torch is already
 imported (any torch.compile process), this is that module.
 """
 
 from __future__ import annotations
 
+import importlib
 import importlib.util
 import sys
 from types import ModuleType
 
 
+class _Deferred(ModuleType):
+    """A stand-in for a module not imported yet: the first read of an attribute
+    imports the module, and each attribute read is kept on the stand-in, so that the
+    next read costs what a module's does.
+
+    Not importlib's LazyLoader: on Python 3.12 its module recurses without end when the
+    module's own import deletes one of its attributes, as torch's does."""
+
+    def __getattr__(self, attr: str):
+        value = getattr(importlib.import_module(self.__name__), attr)
+        setattr(self, attr, value)
+        return value
+
+
 def lazy_module(name: str) -> ModuleType:
     if name in sys.modules:
         return sys.modules[name]
-    spec = importlib.util.find_spec(name)
-    if spec is None or spec.loader is None:
+    if importlib.util.find_spec(name) is None:
         raise ImportError(f"no module named {name!r}")
-    loader = importlib.util.LazyLoader(spec.loader)
-    spec.loader = loader
-    module = importlib.util.module_from_spec(spec)
-    sys.modules[name] = module
-    loader.exec_module(module)
-    return module
+    return _Deferred(name)
 
 
 def loaded(name: str) -> bool:
-    """Whether module `name` has been executed (not just made lazily)."""
-    module = sys.modules.get(name)
-    return module is not None and type(module) is not importlib.util._LazyModule
+    """Whether module `name` has been imported (not just stood in for)."""
+    return name in sys.modules
 
 
 torch = lazy_module("torch")

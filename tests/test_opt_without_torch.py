@@ -45,3 +45,16 @@ def test_prim_passes_run_without_torch(passes, program):
 def test_an_aten_program_loads_torch():
     aten = sorted((LIT / "decompose").glob("*.mlir"))[0]
     assert _torch_loaded(aten, "decompose")
+
+
+def test_a_module_that_deletes_its_own_attribute_loads_lazily(tmp_path, monkeypatch):
+    # torch's import deletes attributes of itself; importlib's LazyLoader recursed
+    # without end on that (Python 3.12), and strata-opt on aten IR died there
+    (tmp_path / "self_deleting.py").write_text("import sys\nx = 1\ndelattr(sys.modules[__name__], 'x')\ny = 2\n")
+    monkeypatch.syspath_prepend(str(tmp_path))
+    from strata.dialects.lazy_torch import lazy_module, loaded
+
+    module = lazy_module("self_deleting")
+    assert not loaded("self_deleting")
+    assert module.y == 2 and loaded("self_deleting") and not hasattr(module, "x")
+    sys.modules.pop("self_deleting", None)
