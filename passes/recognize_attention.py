@@ -185,13 +185,12 @@ def match(out: SSAValue) -> Attention | None:
     if pv is None or not isinstance(out.type, TensorType) or out.type.dtype not in FLOATS:
         return None
     replaced = list(pv.ops)
-    # the attention weights: softmax(A), perhaps cloned, perhaps computed in f32
+    # the attention weights: softmax(A) (a clone after it was read through by
+    # _product), perhaps computed in f32 and cast back
     w = pv.a
-    if _op(w, "aten.clone.default") is not None:
-        replaced.append(w.owner)
-        w = w.owner.bind()["self"]
     narrowed = _cast(w, out.type.dtype)
-    if narrowed is not None and narrowed.type.dtype == "f32" and _only_use(w) is not None:
+    in_f32 = narrowed is not None and narrowed.type.dtype == "f32"
+    if in_f32:
         replaced.append(w.owner)
         w = narrowed
     softmax = _op(w, "aten._softmax.default")
@@ -199,7 +198,7 @@ def match(out: SSAValue) -> Attention | None:
         return None
     replaced.append(softmax)
     scores = softmax.bind()["self"]
-    if narrowed is not None:
+    if in_f32:
         widened = _cast(scores, "f32")
         if widened is None or widened.type.dtype != out.type.dtype:
             return None
