@@ -107,9 +107,7 @@ def _operand(x: SSAValue, out: TensorType, index: tuple[Expr, ...]) -> Expr | No
 
 def _broadcast(x: SSAValue, out: TensorType, index: tuple[Expr, ...]) -> tuple[Expr, ...]:
     """The index into x (broadcast to `out`, dims aligned at the right) that `index` reads."""
-    dims = x.type.dims
-    return tuple(sympy.Integer(0) if sym(d) == 1 and sym(o) != 1 else i
-                 for d, o, i in zip(dims, out.dims[len(out.dims) - len(dims):], index[len(index) - len(dims):]))
+    return _broadcast_dims([sym(d) for d in x.type.dims], [sym(o) for o in out.dims], index)
 
 
 def _reshaped(x: SSAValue, out: TensorType, index: tuple[Expr, ...]) -> Expr | None:
@@ -126,6 +124,7 @@ def _reshaped(x: SSAValue, out: TensorType, index: tuple[Expr, ...]) -> Expr | N
 
 
 def _broadcast_dims(inner: list, outer: list, index: tuple[Expr, ...]) -> tuple[Expr, ...]:
+    """The index into dims `inner` (broadcast to `outer`, aligned at the right) that `index` reads."""
     tail = index[len(index) - len(inner):]
     return tuple(sympy.Integer(0) if a == 1 and b != 1 else i for a, b, i in zip(inner, outer[len(outer) - len(inner):], tail))
 

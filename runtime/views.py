@@ -23,6 +23,14 @@ _guards = getattr(getattr(torch._C, "_dynamo", None), "guards", None)
 reinterpret = getattr(_guards, "_reinterpret_tensor", None)
 
 
+def alias_layout(x: torch.Tensor, y: torch.Tensor) -> tuple[tuple[int, ...], tuple[int, ...], int] | None:
+    """y's sizes, strides and storage offset relative to x's, if y is a view of x (a
+    reshape that had to copy is not)."""
+    if y.untyped_storage().data_ptr() != x.untyped_storage().data_ptr() or y.dtype != x.dtype:
+        return None
+    return tuple(y.shape), y.stride(), y.storage_offset() - x.storage_offset()
+
+
 class ViewCache:
     """`known[0]` = (input strides, sizes, strides, storage offset increment) of the
     last layout learned, one tuple replaced whole, so that a call in another thread
@@ -36,8 +44,9 @@ class ViewCache:
 
     def learn(self, x: torch.Tensor) -> torch.Tensor:
         y = self.view(x)
-        if y.untyped_storage().data_ptr() == x.untyped_storage().data_ptr() and y.dtype == x.dtype:
-            self.known[0] = (x.stride(), tuple(y.shape), y.stride(), y.storage_offset() - x.storage_offset())
+        layout = alias_layout(x, y)
+        if layout is not None:
+            self.known[0] = (x.stride(), *layout)
         return y
 
     def __call__(self, x: torch.Tensor) -> torch.Tensor:
@@ -74,9 +83,9 @@ class SymbolicViewCache:
         if k is not None:
             return reinterpret(x, k[0], k[1], k[2])
         y = self.view(x, env)
-        if (reinterpret is not None and y.untyped_storage().data_ptr() == x.untyped_storage().data_ptr()
-                and y.dtype == x.dtype):
+        layout = alias_layout(x, y) if reinterpret is not None else None
+        if layout is not None:
             if len(self.known) >= self.KEPT:
                 self.known.clear()
-            self.known[key] = (tuple(y.shape), y.stride(), y.storage_offset() - x.storage_offset())
+            self.known[key] = layout
         return y

@@ -197,12 +197,17 @@ def test_squares_reach_pow_to_mul():
     assert found.fraction() >= 0.2, f"the aimed programs no longer reach the pattern: {found}"
 
 
+def assert_pass_keeps_values(program: Program, name: str) -> None:
+    """The aimed property of pass `name` on one program: its values do not change."""
+    assume(known_bug(program) is None)
+    remember(program, f"-p {name}")
+    problem = check_pipeline(program, [name])
+    assert problem is None, report(program, f"-p {name}", f"{name} changed the program's values: {problem}")
+
+
 @given(program=SQUARES)
 def test_pow_to_mul_keeps_values_of_squares(program):
-    assume(known_bug(program) is None)
-    remember(program, "-p pow-to-mul")
-    problem = check_pipeline(program, ["pow-to-mul"])
-    assert problem is None, report(program, "-p pow-to-mul", f"pow-to-mul changed the program's values: {problem}")
+    assert_pass_keeps_values(program, "pow-to-mul")
 
 
 # Negations and absolute values of each other, which fold-sign-ops folds.
@@ -216,10 +221,7 @@ def test_sign_chains_reach_fold_sign_ops():
 
 @given(program=SIGN_CHAINS)
 def test_fold_sign_ops_keeps_values_of_sign_chains(program):
-    assume(known_bug(program) is None)
-    remember(program, "-p fold-sign-ops")
-    problem = check_pipeline(program, ["fold-sign-ops"])
-    assert problem is None, report(program, "-p fold-sign-ops", f"fold-sign-ops changed the program's values: {problem}")
+    assert_pass_keeps_values(program, "fold-sign-ops")
 
 
 # Matrix products of one row, rewritten as on a GPU.

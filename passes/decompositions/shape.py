@@ -17,6 +17,7 @@ from strata.dialects.aten import AtenOp
 from strata.dialects.prim_data_dependent import CheckScalarIndexOp
 from strata.dialects.types import Dim, is_signed, sym, symbol, torch_symbol_name
 from strata.passes.decompositions.builder import Decline, PrimBuilder, tensor_of, wrap_dim
+from strata.passes.decompositions.indexing import clamp_index, positions, read_at
 from strata.passes.decompositions.rules import decomposes
 from strata.passes.provenance import kernel_source_text
 
@@ -266,8 +267,6 @@ POINTWISE_CAT_OPERANDS = 4
 def _cat_as_reads(b: PrimBuilder, xs: Sequence[SSAValue], d: int) -> SSAValue:
     """where(p < o1, x0[p], where(p < o2, x1[p - o1], ...)) along dim d, each operand
     read at its coordinate clamped into its size (the positions `where` discards)."""
-    from strata.passes.decompositions.indexing import clamp_index, positions, read_at
-
     out = b.out()
     p = positions(b, out.dims, d)
     reads, offsets, offset = [], [], sympy.Integer(0)
