@@ -154,11 +154,18 @@ WARM_COMPILERS = ("dynamo", *COMPILERS)
 
 
 def compile_with(compiler: str, fn):
+    mode = suite_mode()
     if compiler == "inductor":
-        return torch.compile(fn, backend="inductor")
+        return torch.compile(fn, backend="inductor", mode=mode)
     if compiler == "dynamo":
         return torch.compile(fn, backend="eager")
-    return strata.compile(fn, options=strata_options())
+    return strata.compile(fn, mode=mode, options=strata_options())
+
+
+def suite_mode() -> str | None:
+    """The torch.compile mode both compilers get: $STRATA_SUITE_MODE (suite.py --mode
+    sets it, and the warm-compile process inherits it), else the default."""
+    return os.environ.get("STRATA_SUITE_MODE") or None
 
 
 def strata_options() -> dict:

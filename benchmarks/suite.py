@@ -262,6 +262,7 @@ def main() -> None:
     p.add_argument("--threads", type=int, default=None, help="torch.set_num_threads (default: torch's)")
     p.add_argument("--strata-options", default=None,
                    help='strata\'s compile options, as JSON (e.g. \'{"dynamo_cache": true}\'); the warm-compile process uses them too')
+    p.add_argument("--mode", default=None, help="the torch.compile mode of both compilers' models (e.g. max-autotune)")
     p.add_argument("--cache-dir", default=None, help="cache folder (default: a new, empty one)")
     p.add_argument("--out", default="suite-results", help="folder for suite.md, suite.json and suite.png (with matplotlib)")
     p.add_argument("--train", action="store_true", help="run benchmarks/train_suite.py instead (its options; see its --help)")
@@ -271,6 +272,8 @@ def main() -> None:
 
         resolve(None, json.loads(a.strata_options))  # a typo stops the run now, not in each cell
         os.environ["STRATA_SUITE_OPTIONS"] = a.strata_options
+    if a.mode:
+        os.environ["STRATA_SUITE_MODE"] = a.mode
     if a.device == "cuda" and not torch.cuda.is_available():
         sys.exit("--device cuda: no CUDA GPU here (use --device cpu --small)")
     models = a.only.split(",") if a.only else list(MODELS)
@@ -284,6 +287,7 @@ def main() -> None:
     if a.threads:
         torch.set_num_threads(a.threads)
     env = environment(a.device)
+    env["mode"] = a.mode or "default"
     print(f"{env['device']}: torch {env['torch']}, triton {env['triton']}, strata {env['strata']} ({env['commit']}); "
           f"caches under {os.path.dirname(os.environ.get('STRATA_CACHE_DIR', '?'))}", flush=True)
     start = time.perf_counter()

@@ -36,7 +36,11 @@ log = logging.getLogger("strata.codegen")
 PROGRESS_VAR = "STRATA_AUTOTUNE_PROGRESS"
 
 
-def candidates(module: ModuleType, xnumel: int, rnumel: int, reduction: bool) -> list[Tile]:
+def candidates(module: ModuleType, sizes: tuple[int, ...], reduction: bool) -> list[Tile]:
+    """The tiles to time: the module's own (a matmul template's), or triton_tiles'."""
+    if hasattr(module, "tile_candidates"):
+        return module.tile_candidates(sizes)
+    xnumel, rnumel = sizes
     if not reduction:
         return pointwise_configs(xnumel)
     return reduction_configs(xnumel, rnumel, module.LAYOUT, module.SPLITTABLE, module.ROW_LOADS, module.PASSES, module.ROW_ITEMSIZE)
@@ -64,17 +68,20 @@ class Autotuner:
             tile = self.best[sizes] = self._tune(sizes, buffers, symbols)
         self.module.launch_tile(tile, buffers, symbols)
 
-    def _tune(self, sizes: tuple[int, int], buffers: list[torch.Tensor], symbols: list[int]) -> Tile:
-        xnumel, rnumel = sizes
-        tiles = candidates(self.module, xnumel, rnumel, self.reduction)
-        if xnumel == 0 or len(tiles) == 1:
+    def _tune(self, sizes: tuple[int, ...], buffers: list[torch.Tensor], symbols: list[int]) -> Tile:
+        tiles = candidates(self.module, sizes, self.reduction)
+        if 0 in sizes or len(tiles) == 1:
             return tiles[0]
-        entry = f"{self.key}-{xnumel}-{rnumel}-{_device_name(self.device)}"
-        stored = _read(entry)
+        entry = f"{self.key}-{'-'.join(map(str, sizes))}-{_device_name(self.device)}"
+        stored = _read(entry, type(tiles[0]))
         if stored is not None and stored in tiles:
             log.info("%s: autotuned tile from the cache: %s", self.name, describe(stored))
             return stored
-        bar = progress(f"strata: autotuning {self.name} ({xnumel}x{rnumel})", len(tiles))
+        if self.device == "cuda":
+            from strata.codegen.triton_precompile import prepare_tiles
+
+            prepare_tiles(self.module, tiles, buffers, symbols)
+        bar = progress(f"strata: autotuning {self.name} ({'x'.join(map(str, sizes))})", len(tiles))
         times: dict[Tile, float] = {}
         for tile in tiles:
             try:
@@ -94,6 +101,8 @@ class Autotuner:
 
 
 def describe(tile: Tile) -> str:
+    if hasattr(tile, "describe"):  # a matmul template's tile
+        return tile.describe()
     text = f"XBLOCK={tile.xblock}"
     if tile.rblock > 1 or tile.persistent:
         text += f" RBLOCK={tile.rblock} {'persistent' if tile.persistent else 'looped'}"
@@ -166,12 +175,12 @@ def _device_name(device: str) -> str:
     return device
 
 
-def _read(entry: str) -> Tile | None:
+def _read(entry: str, kind: type = Tile) -> Tile | None:
     data = cache.read(CACHE_KIND, _hashed(entry), ".json")
     if data is None:
         return None
     try:
-        return Tile(**json.loads(data))
+        return kind(**json.loads(data))
     except Exception:  # a broken entry is a miss
         return None
 

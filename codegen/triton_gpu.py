@@ -37,6 +37,7 @@ from strata.codegen.triton_autotune import Autotuner
 from strata.codegen.triton_bounds import as_index_error, interpreter_debug
 from strata.codegen.triton_launch import direct_launchers
 from strata.codegen.triton_loop_order import contiguous_last
+from strata.codegen.triton_matmul import matmul_template
 from strata.codegen.triton_source import FEATURES, KernelSource, kernel_name
 from strata.dialects.kernel_text import Kernel, as_func
 from strata.runtime import cache
@@ -90,7 +91,8 @@ def compile_kernel(func: Kernel, device: str = "cuda", max_autotune: bool = Fals
     module = _load_cached(path, key, device)
     if module is None:
         func = contiguous_last(as_func(func))
-        source = KernelSource(func, device, tune=max_autotune).module()
+        template = matmul_template(func, device)
+        source = template.module() if template is not None else KernelSource(func, device, tune=max_autotune).module()
         path = cache.write(CACHE_KIND, key, ".py", source.encode())
         module = _load(path, key, device)
     launch = module.launch

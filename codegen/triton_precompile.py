@@ -86,6 +86,32 @@ def precompile_module(module: ModuleType, dtypes: list[torch.dtype], device: tor
                 setattr(module, name, v)
 
 
+def prepare_launch(kernel: Any, grid: tuple[int, ...], args: tuple, options: dict[str, Any]) -> None:
+    """Compiles what `kernel[grid](*args, **options)` would launch, launching nothing
+    (a DirectLauncher's kernel; in Triton's interpreter there is nothing to compile)."""
+    if isinstance(kernel, DirectLauncher):
+        kernel.site(options).prepare(grid, args)
+
+
+def prepare_tiles(module: ModuleType, tiles: list[Any], buffers: list[torch.Tensor], symbols: list[int]) -> None:
+    """Compiles each tile's kernel of a matmul template module (`prepare_tile`) on a
+    pool of threads, before the tuner times them; a tile that fails here fails again
+    when timed, where the tuner skips it."""
+    workers = min(threads(), len(tiles))
+    if workers == 0 or not hasattr(module, "prepare_tile"):
+        return
+    _process_state()
+
+    def one(tile: Any) -> None:
+        try:
+            module.prepare_tile(tile, buffers, symbols)
+        except Exception as e:
+            log.info("precompile of tile %s failed (%s: %s)", tile, type(e).__name__, e)
+
+    with ThreadPoolExecutor(workers, thread_name_prefix="strata-precompile") as pool:
+        list(pool.map(one, tiles))
+
+
 def threads() -> int:
     wanted = os.environ.get(ENV_VAR)
     if wanted is not None:

@@ -38,3 +38,11 @@ RESULT_STRIDES_ATTR = "strata.result_strides"
 # On a graph argument: the storage offset torch traced it at, where an as_strided reads
 # its storage (frontend/capture/storage_offsets.py, passes/decompositions/copies.py).
 STORAGE_OFFSET = "strata.storage_offset"
+# On a prim.sum of products that a matrix product became (passes/matmul_to_dot.py), and
+# on the kernel.reduce lowered from it: the Triton generator runs it as a tl.dot template
+# (codegen/triton_matmul.py) at this precision: "ieee" (f32 products) or "tf32"
+# (products of f32 inputs rounded to TF32, where torch allows it for matmuls).
+DOT_ATTR = "strata.dot"
+# On such a prim.sum and the rounding of its result: the product is realized as it is,
+# with no epilogue fused into its kernel (the option epilogue_fusion=False).
+NO_EPILOGUE_ATTR = "strata.no_epilogue"

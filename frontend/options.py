@@ -112,7 +112,9 @@ OPTIONS: dict[str, Option] = {
     "max_autotune": Option(False, BOOL, "tune kernel configurations by timing them (set by the max-autotune modes)"),
     "triton.cudagraphs": Option(False, BOOL, "replay compiled graphs as CUDA graphs (set by reduce-overhead and "
                                              "max-autotune)"),
-    "epilogue_fusion": Option(True, BOOL, "fuse pointwise epilogues into matmul templates under max_autotune"),
+    "epilogue_fusion": Option(True, BOOL, "under max_autotune, fuse what follows a matrix product (bias, activation, "
+                                          "residual add, cast) into its Triton matmul template (off: the product is "
+                                          "stored and they run as separate kernels)"),
     "fallback_random": Option(False, BOOL, "run random ops as eager does, bit for bit"),
     "emulate_precision_casts": Option(False, BOOL, "round f16/bf16 intermediates inside a fused kernel after every "
                                                    "op, as eager does (off: they stay in f32 and are rounded where "
@@ -192,6 +194,8 @@ def resolve(mode: str | None = None, options: Mapping[str, Any] | None = None) -
         resolved[key] = value
     if not resolved["attention_patterns"]:
         resolved["pipeline"] = pipeline_spec.without(resolved["pipeline"], pipeline_spec.ATTENTION_PASS)
+    if resolved["max_autotune"]:
+        resolved["pipeline"] = with_matmul_templates(resolved)
     if resolved["extra_passes"]:
         # into the pipeline they go, checked against it (a user's pipeline may lack a
         # pass the default has), so that the resolved options name every pass that runs
@@ -201,6 +205,18 @@ def resolve(mode: str | None = None, options: Mapping[str, Any] | None = None) -
             raise ValueError(f"option 'extra_passes' cannot insert {resolved['extra_passes']!r}: {e}") from None
         resolved["extra_passes"] = {}
     return resolved
+
+
+def with_matmul_templates(resolved: Mapping[str, Any]) -> str:
+    """The pipeline with matmul-to-dot before the lowering (max-autotune's matmul
+    templates), carrying epilogue_fusion; for the Triton generator on any device."""
+    if pipeline_spec.MATMUL_PASS in [s.name for s in pipeline_spec.parse(resolved["pipeline"])]:
+        return resolved["pipeline"]  # the user placed it
+    options = [f"epilogue_fusion={str(resolved['epilogue_fusion']).lower()}"]
+    if resolved["codegen"] == "triton":
+        options.append('target="triton"')
+    spec = f"{pipeline_spec.MATMUL_PASS}{{{' '.join(options)}}}"
+    return pipeline_spec.insert(resolved["pipeline"], {f"before:{pipeline_spec.LOWERING_PASS}": spec})
 
 
 def _shown(value: Any) -> str:

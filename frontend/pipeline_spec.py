@@ -30,6 +30,8 @@ from strata.passes.registry import PASSES
 
 # The pass that lowers a graph to the kernel.program the runtime runs.
 LOWERING_PASS = "fuse"
+# The pass max-autotune adds before the lowering (matmul templates).
+MATMUL_PASS = "matmul-to-dot"
 # The pass the option attention_patterns=False takes out.
 ATTENTION_PASS = "recognize-attention"
 

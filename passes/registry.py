@@ -67,6 +67,12 @@ def _matvec_to_reduction():
     return MatvecToReductionPass
 
 
+def _matmul_to_dot():
+    from strata.passes.matmul_to_dot import MatmulToDotPass
+
+    return MatmulToDotPass
+
+
 def _fold_grouped_attention():
     from strata.passes.grouped_attention import FoldGroupedAttentionPass
 
@@ -83,6 +89,7 @@ PASSES: dict[str, Callable[[], type[ModulePass]]] = {
     "schedule-collectives": _schedule_collectives,
     "pow-to-mul": _pow_to_mul,
     "matvec-to-reduction": _matvec_to_reduction,
+    "matmul-to-dot": _matmul_to_dot,
     "fold-grouped-attention": _fold_grouped_attention,
     "fold-sign-ops": _fold_sign_ops,
 }

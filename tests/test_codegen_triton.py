@@ -839,7 +839,7 @@ def test_autotune_times_every_candidate_and_caches_the_winner(tmp_path, monkeypa
     kernel([x, out], [])
     torch.testing.assert_close(out, torch.softmax(x, 1))
     (timings,) = tuner.timings.values()
-    candidates = triton_autotune.candidates(kernel.module, 6, 96, True)
+    candidates = triton_autotune.candidates(kernel.module, (6, 96), True)
     assert set(timings) == set(candidates) and len(candidates) > 1
     err, n = capsys.readouterr().err, len(candidates)
     bar = next(line for line in err.splitlines() if line.startswith("strata: autotuning k0 (6x96)"))

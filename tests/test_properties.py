@@ -29,6 +29,7 @@ from hypothesis.control import currently_in_test_context
 from hypothesis import strategies as st
 
 from strata.dialects.context import parse_module
+from strata.frontend import pipeline_spec
 from strata.frontend.compile_graph import run_pipeline
 from strata.passes.registry import DEFAULT_PIPELINE, PASSES
 from strata.testing import profiles  # noqa: F401  (loads the hypothesis profile)
@@ -89,13 +90,19 @@ def check_pipeline(program: Program, pipeline: list[str]) -> str | None:
     the share of programs each pass changed."""
     after = program.module.clone()
     try:
-        run_pipeline(after, pipeline)
+        run_pipeline(after, *_names_and_options(pipeline))
     except Exception as e:
         return f"the pipeline fails: {type(e).__name__}: {str(e).split(chr(10) * 2)[0]}"
     if currently_in_test_context():
         changed = without_dead_code(after) != without_dead_code(program.module)
         event(f"{','.join(pipeline)} {'changed the program' if changed else 'left the program as it was'}")
     return check_values(program.module, after, program.spec)
+
+
+def _names_and_options(pipeline: list[str]) -> tuple[list[str], list[dict]]:
+    """The passes of `pipeline` (names, or strata-opt's `name{option=value}`) and their options."""
+    specs = pipeline_spec.parse(",".join(pipeline), whole=False)
+    return [s.name for s in specs], [pipeline_spec.pass_options(s) if s.parameters else {} for s in specs]
 
 
 def report(program: Program, options: str, problem: str) -> str:
@@ -256,3 +263,30 @@ def test_known_bug(name):
     bug = KNOWN_BUGS[name]
     problem = bug.check()
     assert problem is None, f"{bug.where}: {bug.summary}\n{problem}"
+
+
+# Matrix products, rewritten as max-autotune rewrites them for Triton, then run through
+# the matmul template (codegen/triton_matmul.py) in Triton's interpreter.
+PRODUCTS = sst.prim_programs(favour=("prim.mm", "prim.addmm", "prim.bmm"))
+FOR_TRITON = 'matmul-to-dot{target="triton"}'
+
+
+def test_products_reach_matmul_to_dot():
+    found = reach(FOR_TRITON, PRODUCTS, examples=100)
+    assert found.fraction() >= 0.2, f"the aimed programs no longer reach the pattern: {found}"
+
+
+@given(program=PRODUCTS)
+def test_matmul_to_dot_keeps_values_of_products(program):
+    assert_pass_keeps_values(program, FOR_TRITON)
+
+
+@given(program=PRODUCTS)
+def test_matmul_template_matches_kernel_interpreter(program):
+    assume(known_bug(program) is None)
+    passes = [FOR_TRITON, *KERNEL_PIPELINE]
+    remember(program, f"-p '{','.join(passes)}' --check-codegen triton")
+    module = program.module.clone()
+    run_pipeline(module, *_names_and_options(passes))
+    problem = check_codegen(module, "triton", program.spec)
+    assert problem is None, report(program, f"-p '{','.join(passes)}' --check-codegen triton", problem)

@@ -31,6 +31,7 @@ import sympy
 from xdsl.ir import Operation, SSAValue
 
 from strata.dialects import prim
+from strata.dialects.attributes import NO_EPILOGUE_ATTR
 from strata.dialects.prim_indexing import CheckIndexOp, GatherOp
 from strata.dialects.prim_random import PHILOX_OPS
 from strata.dialects.prim_data_dependent import binds_symbols
@@ -223,6 +224,10 @@ def choose_realized(ops: list[Operation], outputs: list[SSAValue]) -> set[SSAVal
                 realized.add(op.results[0])
                 if why is not None:
                     why.setdefault(op.results[0], f"read by {uses} consumers: computed once, not once per reader")
+        if NO_EPILOGUE_ATTR in op.attributes:
+            realized.update(op.results)
+            if why is not None:
+                why.update((r, "a matrix product's result, with epilogue_fusion off") for r in op.results)
     for v in outputs:
         _realize_root(v, realized, why, "a result of the graph")
     if why is not None:
@@ -354,6 +359,8 @@ def _log_new_kernel(plan: Plan, v: SSAValue, kernel: Kernel, blocked: list[tuple
 def _misfit(plan: Plan, k: Kernel, v: SSAValue, own: Domain, ready: dict[SSAValue, int]) -> Callable[[], str] | None:
     """None if node v can join kernel k (whose domain then becomes the merged one),
     else a function saying in words what prevents it (called only for the log)."""
+    if _alone(v) != any(_alone(n) for n in k.nodes) and k.nodes:
+        return lambda: "a matrix product takes no epilogue, nor joins one, with epilogue_fusion off"
     domain = _merged_domain(k, v, own)
     if domain is None:
         return lambda: f"it runs over {domain_text(k.domain)}, the node over {domain_text(own)}"
@@ -382,6 +389,11 @@ def _misfit(plan: Plan, k: Kernel, v: SSAValue, own: Domain, ready: dict[SSAValu
             return lambda value=value: f"it reads {describe_value(value)}, which is computed after that kernel runs"
     k.domain = domain
     return None
+
+
+def _alone(v: SSAValue) -> bool:
+    """Whether v is part of a matrix product that epilogue_fusion=False keeps alone."""
+    return NO_EPILOGUE_ATTR in v.owner.attributes
 
 
 def _merged_domain(k: Kernel, v: SSAValue, own: Domain) -> Domain | None:

@@ -1,0 +1,616 @@
+"""The matmul template: a kernel.func whose reductions are matrix products (kernel.reduce
+marked `strata.dot`, written by passes/matmul_to_dot.py) as a tiled Triton kernel of
+`tl.dot`s, its prologue and epilogue fused.
+
+The kernel's loop variables fall into groups by the side of the product that reads
+them: *m* variables are read by the left operand only, *n* variables by the right one
+only, *batch* variables by both (or neither), and the reduction variables are *k*. Each
+program computes a [BLOCK_M, BLOCK_N] tile of one batch element (grouped along m,
+GROUP_M tiles at a time, so that the tiles running together share operand rows in L2):
+it walks k in BLOCK_K steps, evaluates each side's ops (its loads and the pointwise
+prologue fusion put on them) on a [BLOCK_M, BLOCK_K] or [BLOCK_K, BLOCK_N] tile and
+accumulates their `tl.dot` in f32, then evaluates what follows the reductions (bias,
+activation, residual, rounding: the epilogue) on the [BLOCK_M, BLOCK_N] tile and stores
+it. A side whose last op widens f16/bf16 to f32 goes to tl.dot in its own type (the
+products are exact in f32 either way); f32 sides multiply at the mark's precision
+("ieee", or "tf32" where torch allows it).
+
+Tails: rows of m and n beyond the size are read wrapped (`rm % M`) and never stored; k
+is masked where BLOCK_K does not divide it (the EVEN_* flags are constexprs the
+launcher computes, so a divisible size compiles without masks).
+
+The module has the interface of triton_source's: `launch(buffers, symbols)` with the
+heuristic tile, `launch_tile(tile, buffers, symbols)`, `numels(symbols)` (the tuner's
+key), and `tile_candidates(sizes)`, the tiles max-autotune times. Where both operands
+are plain (strided) reads of buffers, one candidate is the *library* tile: torch.matmul
+(cuBLAS) on views of the buffers, followed by the epilogue as its own kernel reading
+the product, or writing the result directly where there is no epilogue. So the tuner
+keeps cuBLAS where it is faster, with the cost of the unfused epilogue counted.
+
+`matmul_template(func)` says whether a kernel.func takes this form; one that does not
+(a side reading both m and n, a gather, a row stored) goes to triton_source's generic
+reduction, which computes it correctly, only without the tiled product.
+"""
+
+from __future__ import annotations
+
+import sympy
+from dataclasses import dataclass
+from typing import NamedTuple
+
+from xdsl.dialects import arith
+from xdsl.ir import Operation, SSAValue
+
+from strata.codegen.errors import CodegenError
+from strata.codegen.triton_index import fits_int32, int_code
+from strata.codegen.triton_launcher import EXACT_OPTIONS, FUSED_OPTIONS, function_source
+from strata.codegen.triton_math import helper_sources
+from strata.codegen.triton_scalar_ops import LOW_PRECISION, ScalarOps, tl_dtype
+from strata.codegen.triton_source import _contraction_safe, _dtype_of, bound_for_16_bits, kernel_name
+from strata.dialects import kernel
+from strata.dialects.attributes import DOT_ATTR
+from strata.dialects.prim import ConvertElementTypeOp, ElementwiseOp, WhereOp
+from strata.dialects.types import scalar_dtype, sym
+
+SIDES = ("a", "b")
+
+
+class MatmulTile(NamedTuple):
+    """A template configuration; `library`: torch.matmul, then the epilogue kernel."""
+
+    block_m: int = 64
+    block_n: int = 64
+    block_k: int = 32
+    group_m: int = 8
+    num_warps: int = 4
+    num_stages: int = 3
+    library: bool = False
+
+    def describe(self) -> str:
+        if self.library:
+            return "library (cuBLAS) + epilogue"
+        return (f"BLOCK_M={self.block_m} BLOCK_N={self.block_n} BLOCK_K={self.block_k} "
+                f"warps={self.num_warps} stages={self.num_stages}")
+
+
+# (BLOCK_M, BLOCK_N, BLOCK_K, warps, stages) for 16-bit operands, after TorchInductor's
+# mm configurations for Hopper; f32 operands halve BLOCK_K (twice the bytes per element).
+CONFIGS = (
+    (128, 128, 64, 8, 3), (128, 256, 64, 8, 3), (256, 128, 64, 8, 3), (64, 128, 64, 4, 4),
+    (128, 64, 64, 4, 4), (64, 64, 64, 4, 4), (64, 64, 32, 4, 5), (128, 128, 32, 4, 4),
+    (32, 64, 64, 4, 5), (16, 64, 128, 4, 4), (16, 128, 128, 4, 3), (32, 128, 128, 4, 3),
+)
+
+
+def _clamp(block: int, size: int, least: int = 16) -> int:
+    fit = least
+    while fit < block and fit < size:
+        fit *= 2
+    return fit
+
+
+def heuristic_tile(m: int, n: int, k: int, wide: bool) -> MatmulTile:
+    """A tile without timing: square and large for large products, short in m for few
+    rows (a decode step's batch), so that the grid still fills the GPU."""
+    if m <= 16:
+        bm, bn, bk, warps, stages = 16, 64, 128, 4, 4
+    elif m <= 64:
+        bm, bn, bk, warps, stages = 64, 64, 64, 4, 4
+    elif m * n <= 512 * 512:
+        bm, bn, bk, warps, stages = 64, 64, 64, 4, 4
+    else:
+        bm, bn, bk, warps, stages = 128, 128, 64, 8, 3
+    if wide:
+        bk //= 2
+    return MatmulTile(_clamp(bm, m), _clamp(bn, n), _clamp(bk, k), 8, warps, stages)
+
+
+def candidate_tiles(m: int, n: int, k: int, wide: bool, library: bool) -> list[MatmulTile]:
+    """The heuristic tile first, then the configurations clamped to the sizes (no
+    duplicates), then the library tile where the operands allow it."""
+    out = [heuristic_tile(m, n, k, wide)]
+    for bm, bn, bk, warps, stages in CONFIGS:
+        if wide:
+            bk = max(16, bk // 2)
+        tile = MatmulTile(_clamp(bm, m), _clamp(bn, n), _clamp(bk, k), 8, warps, stages)
+        if tile not in out:
+            out.append(tile)
+    if library:
+        out.append(MatmulTile(library=True))
+    return out
+
+
+@dataclass
+class Group:
+    """Loop variables of one kind, outermost first, with their sizes."""
+
+    names: list[str]
+    dims: list[sympy.Expr]
+
+    @property
+    def size(self) -> sympy.Expr:
+        return sympy.Mul(*self.dims)
+
+    def parts(self, flat: str) -> dict[str, str]:
+        """Each variable as code over the flattened index `flat`."""
+        out = {}
+        inner = sympy.Integer(1)
+        for name, dim in reversed(list(zip(self.names, self.dims))):
+            if len(self.names) == 1:
+                out[name] = flat
+            else:
+                code = f"({flat} // ({int_code(inner)}))" if inner != 1 else flat
+                out[name] = f"({code} % ({int_code(dim)}))"
+            inner = inner * dim
+        return out
+
+
+class MatmulTemplate:
+    """The analysis of one kernel.func as a matmul template, and its module text."""
+
+    def __init__(self, func: kernel.FuncOp, device: str):
+        self.func = func
+        self.device = device
+        self.name = kernel_name(func)
+        self.ops = ScalarOps(device)
+        self.bound_for_16_bits = bound_for_16_bits(func)
+        xdims = [sym(d) for d in func.pointwise_dims]
+        rdims = [sym(d) for d in func.reduction_dims]
+        self.unit = {sym(f"{k}{i}"): 0 for k, dims in (("x", xdims), ("r", rdims)) for i, d in enumerate(dims) if d == 1}
+        self.index = {op: op.index_expr.xreplace(self.unit) for op in func.block.ops if isinstance(op, kernel.IndexedOp)}
+        self.symbols = list(func.symbol_names)
+        self.buffers = {a: f"in{i}" if i < func.num_inputs.value.data else f"out{i - func.num_inputs.value.data}"
+                        for i, a in enumerate(func.block.args)}
+        self.body = list(func.block.ops)
+        self.dots = [op for op in self.body if isinstance(op, kernel.ReduceOp)]
+        self.vars = self._variables()
+        self.sides, self.operands = self._sides()
+        self.groups = self._groups(xdims, rdims)
+        self.names: dict[SSAValue, str] = {op.results[0]: f"v{n}" for n, op in enumerate(self.body) if op.results}
+        self.fp_fusion = device == "cuda" and all(
+            op in self.bound_for_16_bits or _contraction_safe(op, _dtype_of(r))
+            for op in self.body for r in op.results if _dtype_of(r) in ("f32", "f64")
+        )
+        self.int64 = self._needs_int64(xdims, rdims)
+        self.wide = any(self._dot_dtype(i) == "f32" for i in range(len(self.dots)))
+
+    # ------------------------------------------------------------------ analysis
+    def _variables(self) -> dict[SSAValue, frozenset[str]]:
+        """The loop variables each value depends on."""
+        out: dict[SSAValue, frozenset[str]] = {}
+        for op in self.body:
+            if isinstance(op, kernel.StoreOp):
+                continue
+            if isinstance(op, kernel.LoadOp) and op.values:
+                raise NotTemplate("a load at a data-dependent index")
+            if isinstance(op, kernel.IndexedOp):
+                found = frozenset(s.name for s in self.index[op].free_symbols if _is_loop_var(s.name))
+            elif isinstance(op, arith.ConstantOp):
+                found = frozenset()
+            elif isinstance(op, (ElementwiseOp, WhereOp, ConvertElementTypeOp)):
+                found = frozenset().union(*(out[v] for v in op.operands))
+            elif isinstance(op, kernel.ReduceOp):
+                found = frozenset(n for n in out[op.value] if n.startswith("x"))
+            else:
+                raise NotTemplate(f"{op.name} in the kernel")
+            out[op.results[0]] = found
+        return out
+
+    def _sides(self) -> tuple[dict[Operation, set[str]], list[tuple[SSAValue, SSAValue]]]:
+        """Which side each op of the products' operands is on, and each dot's (left,
+        right) operands."""
+        if not self.dots or any(op.kind.data != "sum" or DOT_ATTR not in op.attributes for op in self.dots):
+            raise NotTemplate("not every reduction is a marked matrix product")
+        pairs = []
+        for op in self.dots:
+            product = op.value.owner
+            if not (isinstance(product, ElementwiseOp) and product.name == "prim.mul"):
+                raise NotTemplate("a reduction of something other than a product")
+            pairs.append(tuple(product.operands))
+        # the left side reads the m variables: those the first dot's first operand reads
+        # and its second does not
+        # (a side may read none: one row, or one column, or a dot of two vectors)
+        left, right = (self._xs(v) for v in pairs[0])
+        m_vars, n_vars = left - right, right - left
+        operands = []
+        for p, q in pairs:
+            if self._xs(p) & n_vars or self._xs(q) & m_vars:
+                p, q = q, p
+            if self._xs(p) & n_vars or self._xs(q) & m_vars:
+                raise NotTemplate("products that disagree on which side reads which variable")
+            operands.append((p, q))
+        self.m_vars, self.n_vars = m_vars, n_vars
+        sides: dict[Operation, set[str]] = {}
+        for p, q in operands:
+            for side, v in zip(SIDES, (p, q)):
+                self._mark(v, side, sides)
+        products = {op.value.owner for op in self.dots}
+        for op in self.body:
+            rows = op.results and any(n.startswith("r") for n in self.vars[op.results[0]])
+            if isinstance(op, kernel.StoreOp) and any(n.startswith("r") for n in self._names(op)):
+                raise NotTemplate("a row is stored")
+            if rows and op not in sides and op not in products:
+                raise NotTemplate("a row that is no operand of a product")
+        return sides, operands
+
+    def _mark(self, v: SSAValue, side: str, sides: dict[Operation, set[str]]) -> None:
+        """Puts v's cone on `side` (a value both sides read, a constant or a row of k
+        alone, is computed on each)."""
+        op = v.owner
+        if not isinstance(op, Operation):
+            return  # a buffer
+        if isinstance(op, kernel.ReduceOp):
+            raise NotTemplate("a product's operand that waits for a reduction")
+        sides.setdefault(op, set()).add(side)
+        for operand in op.operands:
+            self._mark(operand, side, sides)
+
+    def _xs(self, v: SSAValue) -> frozenset[str]:
+        return frozenset(n for n in self.vars[v] if n.startswith("x"))
+
+    def _names(self, op: kernel.IndexedOp) -> set[str]:
+        return {s.name for s in self.index[op].free_symbols if _is_loop_var(s.name)}
+
+    def _groups(self, xdims: list[sympy.Expr], rdims: list[sympy.Expr]) -> dict[str, Group]:
+        def group(names, dims, prefix):
+            kept = [(f"{prefix}{i}", d) for i, d in enumerate(dims) if f"{prefix}{i}" in names and d != 1]
+            return Group([n for n, _ in kept], [d for _, d in kept])
+
+        all_x = {f"x{i}" for i in range(len(xdims))}
+        return {
+            "m": group(self.m_vars, xdims, "x"),
+            "n": group(self.n_vars, xdims, "x"),
+            "batch": group(all_x - self.m_vars - self.n_vars, xdims, "x"),
+            "k": group({f"r{i}" for i in range(len(rdims))}, rdims, "r"),
+        }
+
+    def _needs_int64(self, xdims, rdims) -> bool:
+        if any(d.free_symbols for d in (*xdims, *rdims)) or any(
+                s.name in self.symbols for e in self.index.values() for s in e.free_symbols):
+            return True
+        maxima = {f"x{i}": int(d) - 1 for i, d in enumerate(xdims)} | {f"r{i}": int(d) - 1 for i, d in enumerate(rdims)}
+        # tiles overhang the sizes by up to a block (wrapped rows, masked k)
+        slack = [sympy.Mul(*xdims) + 2**16, sympy.Mul(*rdims) + 2**16]
+        return not fits_int32([*self.index.values(), *slack], maxima)
+
+    def _peeled(self, v: SSAValue) -> SSAValue:
+        """A side's operand as tl.dot takes it: a widening of f16/bf16 to f32 peeled off."""
+        op = v.owner
+        if isinstance(op, ConvertElementTypeOp) and scalar_dtype(op.x.type) in LOW_PRECISION:
+            return op.x
+        return v
+
+    def _dot_dtype(self, i: int) -> str:
+        """The type tl.dot multiplies in: the sides' own where they agree (Triton's
+        interpreter computes with numpy, which has no bf16: f32 there)."""
+        p, q = (self._peeled(v) for v in self.operands[i])
+        dp, dq = scalar_dtype(p.type), scalar_dtype(q.type)
+        return dp if dp == dq and self.device == "cuda" else "f32"
+
+    # ------------------------------------------------------------------ library tile
+    def library_operands(self) -> list[tuple[kernel.LoadOp, dict[str, sympy.Expr], sympy.Expr]] | None:
+        """For each side: its load, the stride of each loop variable and the offset,
+        where the one product's operands are strided reads of buffers (maybe widened
+        to f32) with one m, one n and one k variable; else None."""
+        if len(self.dots) != 1 or any(len(self.groups[g].names) != 1 for g in ("m", "n", "k")):
+            return None
+        out = []
+        for v in self.operands[0]:
+            load = self._peeled(v).owner
+            if not isinstance(load, kernel.LoadOp) or (v.owner is not load and scalar_dtype(v.type) != "f32"):
+                return None
+            affine = _affine(self.index[load], [*self.groups["batch"].names, *self._side_vars(v)])
+            if affine is None:
+                return None
+            out.append((load, *affine))
+        (la, _, _), (lb, _, _) = out
+        if scalar_dtype(la.result.type) != scalar_dtype(lb.result.type):
+            return None
+        return out
+
+    def _side_vars(self, v: SSAValue) -> list[str]:
+        """The loop variables of a side's [rows, cols] view: [m, k] or [k, n]."""
+        if self._xs(v) & self.m_vars:
+            return [*self.groups["m"].names, *self.groups["k"].names]
+        return [*self.groups["k"].names, *self.groups["n"].names]
+
+    def direct_store(self) -> kernel.StoreOp | None:
+        """The one store, where it stores the product rounded to its operands' dtype and
+        nothing else happens after the product: the library tile then writes it itself."""
+        stores = [op for op in self.body if isinstance(op, kernel.StoreOp)]
+        if len(stores) != 1:
+            return None
+        v = stores[0].value
+        while isinstance(v.owner, ConvertElementTypeOp):
+            v = v.owner.x
+        if v is not self.dots[0].result:
+            return None
+        load = self._peeled(self.operands[0][0]).owner
+        if scalar_dtype(stores[0].value.type) != scalar_dtype(load.result.type):
+            return None
+        order = [*self.groups["batch"].names, *self.groups["m"].names, *self.groups["n"].names]
+        return stores[0] if _affine(self.index[stores[0]], order) is not None else None
+
+    # ------------------------------------------------------------------ code
+    def module(self) -> str:
+        kernels = [self._kernel(epilogue_only=False)]
+        library = self.library_operands() is not None
+        if library:
+            kernels.append(self._kernel(epilogue_only=True))
+        header = [
+            f"# strata kernel {self.func.sym_name.data}: matmul template",
+            f"# from aten ops: {', '.join(self.func.source_ops)}",
+            "import torch",
+            "import triton",
+            "import triton.language as tl",
+        ]
+        if self.device == "cuda":
+            header.append("from triton.language.extra import libdevice")
+        header.append("from strata.codegen.triton_matmul import MatmulTile, candidate_tiles, heuristic_tile")
+        header.append("from strata.codegen.triton_precompile import prepare_launch")
+        constants = [f"LIBRARY = {library}", f"WIDE = {self.wide}"]
+        parts = ["\n".join(header), "\n".join(constants), *helper_sources(self.ops.helpers, self.device), *kernels]
+        parts += self._launchers(library)
+        return "\n\n\n".join(p.rstrip("\n") for p in parts) + "\n"
+
+    def _sizes(self) -> list[tuple[str, sympy.Expr]]:
+        return [("M", self.groups["m"].size), ("N", self.groups["n"].size), ("K", self.groups["k"].size),
+                ("NBATCH", self.groups["batch"].size)]
+
+    def _kernel(self, epilogue_only: bool) -> str:
+        lines: list[str] = []
+        name = f"{self.name}_epilogue" if epilogue_only else self.name
+        params = list(self.buffers.values()) + (["product"] if epilogue_only else []) + self.symbols
+        params += ["M", "N", "K", "BLOCK_M: tl.constexpr", "BLOCK_N: tl.constexpr"]
+        if not epilogue_only:
+            params += ["BLOCK_K: tl.constexpr", "GROUP_M: tl.constexpr", "EVEN_K: tl.constexpr"]
+        to64 = ".to(tl.int64)" if self.int64 else ""
+        if epilogue_only:
+            lines += ["pid_m = tl.program_id(0)", "pid_n = tl.program_id(1)"]
+        else:
+            lines += [
+                "pid = tl.program_id(0)",
+                "grid_m = (M + BLOCK_M - 1) // BLOCK_M",
+                "grid_n = (N + BLOCK_N - 1) // BLOCK_N",
+                "width = GROUP_M * grid_n",
+                "group_id = pid // width",
+                "group_size = tl.minimum(grid_m - group_id * GROUP_M, GROUP_M)",
+                "pid_m = group_id * GROUP_M + (pid % group_size)",
+                "pid_n = (pid % width) // group_size",
+            ]
+        batch = self.groups["batch"]
+        lines.append(f"batch = tl.program_id({1 if not epilogue_only else 2}){to64}")
+        for var, code in batch.parts("batch").items():
+            lines.append(f"{var} = {code}")
+        lines.append(f"rm = pid_m{to64} * BLOCK_M + tl.arange(0, BLOCK_M)")
+        lines.append(f"rn = pid_n{to64} * BLOCK_N + tl.arange(0, BLOCK_N)")
+        if not epilogue_only:
+            lines += self._main_loop()
+        lines += self._epilogue(epilogue_only)
+        return function_source(name, params, lines, "@triton.jit")
+
+    def _main_loop(self) -> list[str]:
+        m, n, k = self.groups["m"], self.groups["n"], self.groups["k"]
+        lines = ["am = rm % M", "bn = rn % N"]  # rows past the end read wrapped, never stored
+        env = {"a": {}, "b": {}}
+        for var, code in m.parts("am").items():
+            env["a"][var] = f"{code}[:, None]"
+        for var, code in n.parts("bn").items():
+            env["b"][var] = f"{code}[None, :]"
+        for var, code in k.parts("ak").items():
+            env["a"][var] = f"{code}[None, :]"
+        for var, code in k.parts("bk").items():
+            env["b"][var] = f"{code}[:, None]"
+        for i in range(len(self.dots)):
+            lines.append(f"acc{i} = tl.full([BLOCK_M, BLOCK_N], 0, tl.float32)")
+        lines.append("for k0 in range(0, K, BLOCK_K):")
+        to64 = ".to(tl.int64)" if self.int64 else ""
+        body = [f"ak = k0 + tl.arange(0, BLOCK_K){to64}", "bk = ak"]
+        even, masked = self._side_code(env, False), self._side_code(env, True)
+        body += ["if EVEN_K:", *[f"    {x}" for x in even], "else:", *[f"    {x}" for x in masked]]
+        for i, (p, q) in enumerate(self.operands):
+            pa, pb = self._operand(p, "a"), self._operand(q, "b")
+            prec = self.dots[i].attributes[DOT_ATTR].data
+            body.append(f"acc{i} = tl.dot({pa}, {pb}, acc{i}, input_precision={prec!r}, out_dtype=tl.float32)")
+        lines += [f"    {x}" for x in body]
+        return lines
+
+    def _side_code(self, env: dict[str, dict[str, str]], masked: bool) -> list[str]:
+        """The side ops of one k step, in body order; each dot's operands broadcast to
+        their tiles, and zero past K where the step is masked."""
+        lines = []
+        shapes = {"a": "[BLOCK_M, BLOCK_K]", "b": "[BLOCK_K, BLOCK_N]"}
+        kmask = {"a": "(ak < K)[None, :]", "b": "(bk < K)[:, None]"}
+        for op in self.body:
+            for side in sorted(self.sides.get(op, ())):
+                name = f"{side}_{self.names[op.results[0]]}"
+                if isinstance(op, kernel.LoadOp):
+                    mask = masked and any(s.startswith("r") for s in self._names(op))
+                    extra = f", mask={kmask[side]}, other=0" if mask else ""
+                    lines.append(f"{name} = tl.load({self.buffers[op.buffer]} + ({self._index(op, env[side])}){extra})")
+                else:
+                    lines.append(f"{name} = {self._expr(op, side, shapes[side])}")
+        for i, (p, q) in enumerate(self.operands):
+            for side, v in zip(SIDES, (p, q)):
+                value = self._peeled(v)
+                code = f"tl.broadcast_to({side}_{self.names[value]}, {shapes[side]})"
+                if self._dot_dtype(i) == "f32" and scalar_dtype(value.type) != "f32":
+                    code = f"{code}.to(tl.float32)"
+                zeroed = isinstance(value.owner, kernel.LoadOp) and any(n.startswith("r") for n in self._names(value.owner))
+                if masked and not zeroed:  # past K: zero, whatever the side computed there
+                    code = f"tl.where({kmask[side]}, {code}, 0)"
+                lines.append(f"{self._operand(v, side)} = {code}")
+        return lines
+
+    def _operand(self, v: SSAValue, side: str) -> str:
+        return f"{side}_op{self.names[self._peeled(v)]}"
+
+    def _epilogue(self, epilogue_only: bool) -> list[str]:
+        m, n = self.groups["m"], self.groups["n"]
+        env = {}
+        lines = ["em = rm[:, None]", "en = rn[None, :]", "emask = (em < M) & (en < N)"]
+        for var, code in m.parts("em").items():
+            env[var] = code
+        for var, code in n.parts("en").items():
+            env[var] = code
+        full = "tl.full([BLOCK_M, BLOCK_N], 0, tl.int64)" if self.int64 else "tl.full([BLOCK_M, BLOCK_N], 0, tl.int32)"
+        for i, dot in enumerate(self.dots):
+            name = self.names[dot.result]
+            if epilogue_only:
+                lines.append(f"{name} = tl.load(product + (batch * M * N + em * N + en), mask=emask).to(tl.float32)")
+            else:
+                lines.append(f"{name} = acc{i}")
+        for op in self.body:
+            # rows (the sides' k-dependent values and the products) live in the k loop
+            if isinstance(op, kernel.ReduceOp) or (op.results and any(v.startswith("r") for v in self.vars[op.results[0]])):
+                continue
+            if isinstance(op, kernel.StoreOp):
+                value = f"tl.broadcast_to({self.names[op.value]}, [BLOCK_M, BLOCK_N])"
+                lines.append(f"tl.store({self.buffers[op.buffer]} + ({self._index(op, env)} + {full}), {value}, mask=emask)")
+            elif isinstance(op, kernel.LoadOp):
+                lines.append(f"{self.names[op.results[0]]} = tl.load({self.buffers[op.buffer]} + ({self._index(op, env)} + {full}), "
+                             "mask=emask)")
+            else:
+                lines.append(f"{self.names[op.results[0]]} = {self._expr(op, None, '[BLOCK_M, BLOCK_N]')}")
+        return lines
+
+    def _index(self, op: kernel.IndexedOp, env: dict[str, str]) -> str:
+        expr = self.index[op]
+        names = {s: sympy.Symbol(f"__{s.name}", integer=True, nonnegative=True) for s in expr.free_symbols if _is_loop_var(s.name)}
+        code = int_code(expr.xreplace(names))
+        for s, placeholder in names.items():
+            code = code.replace(placeholder.name, f"({env.get(s.name, s.name)})")
+        return code
+
+    def _expr(self, op: Operation, side: str | None, shape: str) -> str:
+        prefix = f"{side}_" if side else ""
+        args = [f"{prefix}{self.names[a]}" for a in op.operands]
+        result = scalar_dtype(op.results[0].type)
+        if isinstance(op, arith.ConstantOp):
+            return self.ops.constant(op.value.value.data, result, "[]" if self.ops.cuda else shape)
+        if isinstance(op, WhereOp):
+            return self.ops.where(*args)
+        if isinstance(op, ConvertElementTypeOp):
+            return self.ops.convert(args[0], scalar_dtype(op.x.type), result)
+        assert isinstance(op, ElementwiseOp)
+        return self.ops.elementwise(op.name.removeprefix("prim."), scalar_dtype(op.operands[0].type), args,
+                                    op in self.bound_for_16_bits)
+
+    # ------------------------------------------------------------------ launchers
+    def _launchers(self, library: bool) -> list[str]:
+        unpack = [f"{_unpack(list(self.buffers.values()))} = buffers"]
+        if self.symbols:
+            unpack.append(f"{_unpack(self.symbols)} = symbols")
+        sizes = [f"{n} = {int_code(e, python=True)}" for n, e in self._sizes()]
+        options = FUSED_OPTIONS if self.fp_fusion else EXACT_OPTIONS
+        args = ", ".join([*self.buffers.values(), *self.symbols, "M", "N", "K"])
+        numels = function_source("numels", ["symbols"], [*unpack[1:], *sizes, "return M, N, K, NBATCH"])
+        candidates = function_source("tile_candidates", ["sizes"], [
+            "M, N, K, NBATCH = sizes",
+            "return candidate_tiles(M, N, K, WIDE, LIBRARY)",
+        ])
+        tile_body = [*unpack, *sizes, "if M == 0 or N == 0 or NBATCH == 0:", "    return"]
+        if library:
+            tile_body += ["if tile.library:", "    _library(buffers, symbols, M, N, K, NBATCH)", "    return"]
+        grid = "grid = (-(-M // tile.block_m) * -(-N // tile.block_n), NBATCH)"
+        keywords = (f"BLOCK_M=tile.block_m, BLOCK_N=tile.block_n, BLOCK_K=tile.block_k, GROUP_M=tile.group_m, "
+                    f"EVEN_K=K % tile.block_k == 0, {options}, num_warps=tile.num_warps, num_stages=tile.num_stages")
+        tile_body += [grid, f"{self.name}[grid]({args}, {keywords})"]
+        # compiles a tile's kernel without launching it: the tuner compiles its
+        # candidates side by side (codegen/triton_precompile.py)
+        prepare_body = [*unpack, *sizes, "if tile.library or M == 0 or N == 0 or NBATCH == 0:", "    return", grid,
+                        f"prepare_launch({self.name}, grid, ({args},), dict({keywords}))"]
+        out = [numels, candidates, function_source("launch_tile", ["tile", "buffers", "symbols"], tile_body),
+               function_source("prepare_tile", ["tile", "buffers", "symbols"], prepare_body)]
+        out.append(function_source("launch", ["buffers", "symbols"], [
+            "M, N, K, NBATCH = numels(symbols)",
+            "launch_tile(heuristic_tile(M, N, K, WIDE), buffers, symbols)",
+        ]))
+        if library:
+            out.append(self._library_launcher(unpack, options))
+        return out
+
+    def _library_launcher(self, unpack: list[str], options: str) -> str:
+        batch = self.groups["batch"]
+        (la, sa, oa), (lb, sb, ob) = self.library_operands()
+        m, n, k = (self.groups[g].names[0] for g in ("m", "n", "k"))
+        shape = [int_code(d, python=True) for d in batch.dims]
+        lines = [*unpack]
+
+        def view(load, strides, offset, rows, cols):
+            size = ", ".join([*shape, rows, cols])
+            stride = ", ".join(int_code(strides.get(v, sympy.Integer(0)), python=True) for v in [*batch.names, *self._side_vars_of(load)])
+            return f"torch.as_strided({self.buffers[load.buffer]}, ({size},), ({stride},), {int_code(offset, python=True)})"
+
+        lines.append(f"a = {view(la, sa, oa, 'M', 'K')}")
+        lines.append(f"b = {view(lb, sb, ob, 'K', 'N')}")
+        store = self.direct_store()
+        if store is not None:
+            strides, offset = _affine(self.index[store], [*batch.names, m, n])
+            stride = ", ".join(int_code(strides.get(v, sympy.Integer(0)), python=True) for v in [*batch.names, m, n])
+            size = ", ".join([*shape, "M", "N"])
+            lines.append(f"out = torch.as_strided({self.buffers[store.buffer]}, ({size},), ({stride},), "
+                         f"{int_code(offset, python=True)})")
+            lines.append("torch.matmul(a, b, out=out)")
+        else:
+            args = ", ".join([*self.buffers.values(), "product", *self.symbols, "M", "N", "K"])
+            lines += [
+                "product = torch.matmul(a, b)",
+                "bm, bn = min(64, max(16, 1 << (M - 1).bit_length())), min(64, max(16, 1 << (N - 1).bit_length()))",
+                f"{self.name}_epilogue[(-(-M // bm), -(-N // bn), NBATCH)]({args}, BLOCK_M=bm, BLOCK_N=bn, {options}, "
+                "num_warps=4)",
+            ]
+        return function_source("_library", ["buffers", "symbols", "M", "N", "K", "NBATCH"], lines)
+
+    def _side_vars_of(self, load: kernel.LoadOp) -> list[str]:
+        for v in self.operands[0]:
+            if self._peeled(v).owner is load:
+                return self._side_vars(v)
+        raise CodegenError("internal: a library operand that is no side of the product")
+
+
+class NotTemplate(Exception):
+    """Why a kernel.func is not a matmul template."""
+
+
+def matmul_template(func: kernel.FuncOp, device: str) -> MatmulTemplate | None:
+    """The template for `func`, or None where it is no marked matrix product (or one
+    this template cannot run: then the generic reduction computes it)."""
+    if not any(isinstance(op, kernel.ReduceOp) and DOT_ATTR in op.attributes for op in func.block.ops):
+        return None
+    try:
+        return MatmulTemplate(func, device)
+    except NotTemplate:
+        return None
+
+
+def _is_loop_var(name: str) -> bool:
+    return name[:1] in "xr" and name[1:].isdigit()
+
+
+def _affine(expr: sympy.Expr, variables: list[str]) -> tuple[dict[str, sympy.Expr], sympy.Expr] | None:
+    """The coefficient of each variable and the rest, where `expr` is affine in them
+    (and names no other loop variable)."""
+    symbols = {s.name: s for s in expr.free_symbols}
+    if any(_is_loop_var(n) and n not in variables for n in symbols):
+        return None
+    expanded = sympy.expand(expr)
+    strides = {}
+    rest = expanded
+    for v in variables:
+        s = symbols.get(v)
+        if s is None:
+            continue
+        c = expanded.coeff(s)
+        if c.free_symbols & {symbols[n] for n in variables if n in symbols}:
+            return None
+        strides[v] = c
+        rest = rest - c * s
+    rest = sympy.expand(rest)
+    if any(_is_loop_var(s.name) for s in rest.free_symbols):
+        return None
+    return strides, rest
+
+
+def _unpack(names: list[str]) -> str:
+    return ", ".join(names) + ("," if len(names) == 1 else "")

@@ -1,0 +1,229 @@
+"""max-autotune's matmul template (passes/matmul_to_dot.py, codegen/triton_matmul.py):
+matrix products with what surrounds them as Triton tl.dot kernels, run here in Triton's
+interpreter, against eager PyTorch; every tile the tuner may pick; the library tile;
+epilogue_fusion=False; the tuner's cache."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+import torch
+import torch.nn.functional as F
+
+import strata
+from strata.codegen import triton_autotune
+from strata.codegen.triton_gpu import _interpreting, compile_kernel
+from strata.codegen.triton_matmul import MatmulTile, candidate_tiles, matmul_template
+from strata.dialects import kernel
+from strata.dialects.context import parse_module
+from strata.frontend.compile_graph import run_pipeline
+
+TOLERANCE = {torch.float32: {}, torch.float16: {"rtol": 2e-3, "atol": 2e-3}, torch.bfloat16: {"rtol": 1.6e-2, "atol": 2e-2}}
+MODE = "max-autotune-no-cudagraphs"
+
+
+def _compile(fn, tmp_path: Path, **options):
+    opts = {"codegen": "triton", "trace.enabled": True, "trace.dir": str(tmp_path / "trace"), **options}
+    return strata.compile(fn, mode=MODE, options=opts)
+
+
+def _kernel_sources(tmp_path: Path) -> list[str]:
+    return [p.read_text() for p in sorted((tmp_path / "trace").glob("graph_*/kernels/*.py"))]
+
+
+def _templates(tmp_path: Path) -> list[str]:
+    return [s for s in _kernel_sources(tmp_path) if "matmul template" in s]
+
+
+def _linear_gelu(x, w, b):
+    return F.gelu(F.linear(x, w, b))
+
+
+def _linear_residual(x, w, r):
+    return x @ w.t() + r
+
+
+def _bmm_scale(q, k):
+    return torch.bmm(q, k.transpose(1, 2)) * 0.125
+
+
+def _at_t(x, w):  # transposed left operand
+    return x.t() @ w
+
+
+def _batched_broadcast(x, w):  # [b, m, k] @ [k, n]: a matmul of a batch and one matrix
+    return torch.relu(x @ w)
+
+
+def _attention_scores(q, k):  # 4-d batches, as attention computes them
+    return (q @ k.transpose(-1, -2)).softmax(-1)
+
+
+CASES = {
+    "linear+bias+gelu": (_linear_gelu, [(37, 70), (45, 70), (45,)]),
+    "linear+residual": (_linear_residual, [(33, 40), (24, 40), (33, 24)]),
+    "bmm+scale": (_bmm_scale, [(3, 17, 16), (3, 19, 16)]),
+    "transposed-left": (_at_t, [(20, 9), (20, 31)]),
+    "batch-times-matrix": (_batched_broadcast, [(2, 5, 24), (24, 18)]),
+    "4d-scores": (_attention_scores, [(2, 2, 9, 16), (2, 2, 11, 16)]),
+    "one-row-batched": (torch.bmm, [(4, 1, 32), (4, 32, 20)]),
+}
+
+
+@pytest.mark.parametrize("dtype", [torch.float32, torch.bfloat16, torch.float16], ids=str)
+@pytest.mark.parametrize("case", list(CASES))
+def test_products_with_epilogues_run_as_templates_and_match_eager(case, dtype, tmp_path, monkeypatch):
+    monkeypatch.setenv("STRATA_CACHE_DIR", str(tmp_path / "cache"))
+    fn, shapes = CASES[case]
+    torch.manual_seed(0)
+    args = [torch.randn(s, dtype=dtype) for s in shapes]
+    out = _compile(fn, tmp_path)(*args)
+    torch.testing.assert_close(out, fn(*args), **TOLERANCE[dtype])
+    (template,) = _templates(tmp_path)
+    assert "tl.dot(" in template
+
+
+def test_symbolic_rows_run_one_template_for_every_size(tmp_path, monkeypatch):
+    monkeypatch.setenv("STRATA_CACHE_DIR", str(tmp_path / "cache"))
+    w, b = torch.randn(24, 40), torch.randn(24)
+    f = strata.compile(_linear_gelu, mode=MODE, dynamic=True,
+                       options={"codegen": "triton", "trace.enabled": True, "trace.dir": str(tmp_path / "trace")})
+    for rows in (5, 19, 64):
+        x = torch.randn(rows, 40)
+        torch.testing.assert_close(f(x, w, b), _linear_gelu(x, w, b))
+    (template,) = _templates(tmp_path)
+    assert "M = " in template and "s" in template.split("def numels(symbols):")[1].split("return")[0]
+
+
+def test_siblings_reading_one_input_share_a_template(tmp_path, monkeypatch):
+    """Three projections of one input (q, k, v) fuse into one kernel of three dots."""
+    monkeypatch.setenv("STRATA_CACHE_DIR", str(tmp_path / "cache"))
+
+    def qkv(x, wq, wk, wv):
+        return x @ wq, x @ wk, x @ wv
+
+    args = [torch.randn(20, 32)] + [torch.randn(32, 16) for _ in range(3)]
+    for got, want in zip(_compile(qkv, tmp_path)(*args), qkv(*args)):
+        torch.testing.assert_close(got, want)
+    (template,) = _templates(tmp_path)
+    assert template.count("tl.dot(") == 3
+
+
+def test_epilogue_fusion_off_stores_the_product_and_runs_the_epilogue_apart(tmp_path, monkeypatch):
+    monkeypatch.setenv("STRATA_CACHE_DIR", str(tmp_path / "cache"))
+    x, w, b = torch.randn(37, 70), torch.randn(45, 70), torch.randn(45)
+    fused_dir, apart_dir = tmp_path / "fused", tmp_path / "apart"
+    fused = _compile(_linear_gelu, fused_dir)(x, w, b)
+    apart = _compile(_linear_gelu, apart_dir, epilogue_fusion=False)(x, w, b)
+    torch.testing.assert_close(fused, _linear_gelu(x, w, b))
+    torch.testing.assert_close(apart, _linear_gelu(x, w, b))
+    (with_epilogue,) = _templates(fused_dir)
+    (alone,) = _templates(apart_dir)
+    assert "erf" in with_epilogue and "erf" not in alone  # gelu is in the template only when fused
+    assert len(_kernel_sources(fused_dir)) == 1 and len(_kernel_sources(apart_dir)) == 2
+
+
+def test_default_mode_keeps_library_calls(tmp_path):
+    x, w, b = torch.randn(37, 70), torch.randn(45, 70), torch.randn(45)
+    f = strata.compile(_linear_gelu, options={"codegen": "triton", "trace.enabled": True,
+                                              "trace.dir": str(tmp_path / "trace")})
+    torch.testing.assert_close(f(x, w, b), _linear_gelu(x, w, b))
+    assert not _templates(tmp_path) and all("tl.dot" not in s for s in _kernel_sources(tmp_path))
+
+
+def test_max_autotune_puts_the_pass_in_the_pipeline_with_its_options():
+    resolved = strata.list_options  # noqa: F841  (the public listing stays as it was)
+    from strata.frontend.options import resolve
+
+    assert "matmul-to-dot" not in resolve()["pipeline"]
+    assert "matmul-to-dot{epilogue_fusion=true}" in resolve(MODE)["pipeline"]
+    off = resolve(MODE, {"epilogue_fusion": False, "codegen": "triton"})["pipeline"]
+    assert 'matmul-to-dot{epilogue_fusion=false target="triton"}' in off
+    assert off.index("matmul-to-dot") < off.index(",fuse")
+
+
+# ---------------------------------------------------------------- every tile
+PRODUCT_IR = """
+func.func @graph(%x: !strata.tensor<[{m}, {k}], {t}>, %w: !strata.tensor<[{n}, {k}], {t}>, %b: !strata.tensor<[{n}], {t}>) -> !strata.tensor<[{m}, {n}], {t}> {{
+  %wt = prim.permute %w {{dims = array<i64: 1, 0>}} : (!strata.tensor<[{n}, {k}], {t}>) -> !strata.tensor<[{k}, {n}], {t}>
+  %y = prim.addmm %b, %x, %wt : (!strata.tensor<[{n}], {t}>, !strata.tensor<[{m}, {k}], {t}>, !strata.tensor<[{k}, {n}], {t}>) -> !strata.tensor<[{m}, {n}], {t}>
+  %z = prim.tanh %y : (!strata.tensor<[{m}, {n}], {t}>) -> !strata.tensor<[{m}, {n}], {t}>
+  func.return %z : !strata.tensor<[{m}, {n}], {t}>
+}}
+"""
+
+
+def _template_kernel(m: int, n: int, k: int, dtype: str) -> kernel.FuncOp:
+    module = parse_module(PRODUCT_IR.format(m=m, n=n, k=k, t=dtype))
+    run_pipeline(module, ["matmul-to-dot", "fuse"], step_options=[{"target": "triton"}, {}])
+    (func,) = [op for op in module.ops if isinstance(op, kernel.FuncOp)]
+    return func
+
+
+@pytest.mark.parametrize("m,n,k", [(33, 20, 48), (64, 64, 64), (2, 24, 40), (70, 3, 130)])
+@pytest.mark.parametrize("dtype", ["f32", "bf16"])
+def test_every_candidate_tile_computes_the_product(m, n, k, dtype, tmp_path, monkeypatch):
+    monkeypatch.setenv("STRATA_CACHE_DIR", str(tmp_path))
+    func = _template_kernel(m, n, k, dtype)
+    assert matmul_template(func, "cpu") is not None
+    compiled = compile_kernel(func, "cpu")
+    torch_dtype = {"f32": torch.float32, "bf16": torch.bfloat16}[dtype]
+    x, w, b = (torch.randn(s, dtype=torch_dtype) for s in ((m, k), (n, k), (n,)))
+    want = torch.tanh(torch.addmm(b, x, w.t()))
+    tiles = compiled.module.tile_candidates(compiled.module.numels([]))
+    assert any(t.library for t in tiles) and len(tiles) > 4
+    for tile in tiles:
+        out = torch.full((m, n), float("nan"), dtype=torch_dtype)
+        with _interpreting():
+            compiled.module.launch_tile(tile, [x, w, b, out], [])
+        torch.testing.assert_close(out, want, **TOLERANCE[torch_dtype], msg=lambda e: f"{tile.describe()}: {e}")
+
+
+def test_library_tile_writes_a_plain_product_directly(tmp_path, monkeypatch):
+    """Without an epilogue, the library tile is one torch.matmul into the output."""
+    monkeypatch.setenv("STRATA_CACHE_DIR", str(tmp_path))
+    module = parse_module("""
+func.func @graph(%x: !strata.tensor<[2, 9, 12], f32>, %w: !strata.tensor<[2, 12, 7], f32>) -> !strata.tensor<[2, 9, 7], f32> {
+  %y = prim.bmm %x, %w : (!strata.tensor<[2, 9, 12], f32>, !strata.tensor<[2, 12, 7], f32>) -> !strata.tensor<[2, 9, 7], f32>
+  func.return %y : !strata.tensor<[2, 9, 7], f32>
+}
+""")
+    run_pipeline(module, ["matmul-to-dot", "fuse"], step_options=[{"target": "triton"}, {}])
+    (func,) = [op for op in module.ops if isinstance(op, kernel.FuncOp)]
+    compiled = compile_kernel(func, "cpu")
+    assert "torch.matmul(a, b, out=out)" in compiled.source
+    x, w = torch.randn(2, 9, 12), torch.randn(2, 12, 7)
+    out = torch.empty(2, 9, 7)
+    with _interpreting():
+        compiled.module.launch_tile(MatmulTile(library=True), [x, w, out], [])
+    torch.testing.assert_close(out, torch.bmm(x, w))
+
+
+def test_candidates_fit_the_sizes():
+    tiles = candidate_tiles(8, 4096, 4096, wide=False, library=True)
+    assert tiles[0].block_m == 16 and all(t.block_m <= 16 for t in tiles if not t.library)
+    assert len(set(tiles)) == len(tiles)
+    narrow = candidate_tiles(512, 512, 512, wide=False, library=False)
+    wide = candidate_tiles(512, 512, 512, wide=True, library=False)
+    assert max(t.block_k for t in wide) == max(t.block_k for t in narrow) // 2  # f32: twice the bytes
+    assert not any(t.library for t in wide)
+
+
+def test_the_tuner_times_templates_and_remembers_the_winner(tmp_path, monkeypatch, capsys):
+    monkeypatch.setenv("STRATA_CACHE_DIR", str(tmp_path))
+    func = _template_kernel(20, 16, 32, "f32")
+    tuned = compile_kernel(func, "cpu", max_autotune=True)
+    tuner = tuned.run.__closure__[0].cell_contents
+    assert isinstance(tuner, triton_autotune.Autotuner)
+    x, w, b = torch.randn(20, 32), torch.randn(16, 32), torch.randn(16)
+    out = torch.empty(20, 16)
+    tuned([x, w, b, out], [])
+    torch.testing.assert_close(out, torch.tanh(torch.addmm(b, x, w.t())))
+    (timings,) = tuner.timings.values()
+    assert MatmulTile(library=True) in timings and len(timings) > 4
+    bar = next(line for line in capsys.readouterr().err.splitlines() if line.startswith("strata: autotuning k0 (20x16x32x1)"))
+    assert "best: " in bar
+    again = compile_kernel(func, "cpu", max_autotune=True)
+    again([x, w, b, out], [])
+    assert "autotuning" not in capsys.readouterr().err  # the winner came from the disk cache
