@@ -8,8 +8,9 @@ Cases: linear + bias + GELU and linear + residual add (x [M, K] times a weight [
 K = N = 4096, M from one row to 16384), and bmm + scale (attention's scores,
 [B, M, 128] × [B, 128, M]). dtypes: bf16, and fp32 with TF32 allowed in matmuls
 (torch.backends.cuda.matmul.allow_tf32, as Inductor's warning tells users to set).
-Both compilers run `mode="max-autotune-no-cudagraphs"` (each tunes at its first
-call; the compile time is recorded). Each result is checked against eager; then the
+Both compilers run `--mode` (max-autotune: tuned products and CUDA graphs; with
+max-autotune-no-cudagraphs each call's host work is timed too); each tunes at its
+first call, and that compile time is recorded. Each result is checked against eager; then the
 three are timed in interleaved rounds (CUDA events around `--inner` calls, median of
 the rounds) and the ratios printed, with the geometric mean of strata over Inductor.
 Every finished shape is appended to gemm.jsonl under --out, so a stopped run keeps
@@ -32,7 +33,6 @@ import torch.nn.functional as F
 
 import strata
 
-MODE = "max-autotune-no-cudagraphs"
 SIZE = 4096
 
 
@@ -85,20 +85,21 @@ def time_all(fns: dict, rounds: int, inner: int) -> dict[str, float]:
     return {k: statistics.median(v) for k, v in samples.items()}
 
 
-def run_shape(case: str, rows: int, dtype_name: str, rounds: int, inner: int) -> dict:
+def run_shape(case: str, rows: int, dtype_name: str, rounds: int, inner: int, mode: str) -> dict:
     dtype = torch.bfloat16 if dtype_name == "bf16" else torch.float32
     torch.backends.cuda.matmul.allow_tf32 = dtype_name == "tf32"
     torch._dynamo.reset()
     fn = CASES[case]
     args = inputs(case, rows, dtype)
     want = fn(*args)
-    row = {"case": case, "rows": rows, "dtype": dtype_name, "shape": [list(a.shape) for a in args]}
+    row = {"case": case, "rows": rows, "dtype": dtype_name, "mode": mode, "shape": [list(a.shape) for a in args]}
     runs = {"eager": lambda: fn(*args)}
-    for name, compiled in (("inductor", torch.compile(fresh(fn), mode=MODE, dynamic=False)),
-                           ("strata", strata.compile(fresh(fn), mode=MODE, dynamic=False))):
+    for name, compiled in (("inductor", torch.compile(fresh(fn), mode=mode, dynamic=False)),
+                           ("strata", strata.compile(fresh(fn), mode=mode, dynamic=False))):
         t0 = time.perf_counter()
         try:
             got = compiled(*args)
+            got = compiled(*args).clone()  # a CUDA graph records at a later call; its output is overwritten by the next
             torch.cuda.synchronize()
         except Exception as e:  # recorded, the run goes on
             row[f"{name}_error"] = f"{type(e).__name__}: {str(e)[:300]}"
@@ -120,20 +121,21 @@ def main() -> None:
     p.add_argument("--cases", default=",".join(CASES))
     p.add_argument("--rows", default="1,32,512,4096,16384", help="M of the linear cases (bmm: its M and N, with 16384/M batches)")
     p.add_argument("--dtypes", default="bf16", help="comma-separated, of bf16,tf32")
+    p.add_argument("--mode", default="max-autotune", help="both compilers' mode (max-autotune, max-autotune-no-cudagraphs)")
     p.add_argument("--rounds", type=int, default=15)
     p.add_argument("--inner", type=int, default=10)
     p.add_argument("--out", default="gemm-results")
     a = p.parse_args()
     os.makedirs(a.out, exist_ok=True)
     path = os.path.join(a.out, "gemm.jsonl")
-    print(f"{torch.cuda.get_device_name()}: torch {torch.__version__}, mode {MODE}", flush=True)
+    print(f"{torch.cuda.get_device_name()}: torch {torch.__version__}, mode {a.mode}", flush=True)
     ratios = []
     for dtype in a.dtypes.split(","):
         for case in a.cases.split(","):
             for rows in map(int, a.rows.split(",")):
                 if case == "bmm_scale" and rows < 128:
                     continue  # attention scores of fewer than 128 queries: decode's, not this case's
-                row = run_shape(case, rows, dtype, a.rounds, a.inner)
+                row = run_shape(case, rows, dtype, a.rounds, a.inner, a.mode)
                 with open(path, "a") as f:
                     f.write(json.dumps(row) + "\n")
                 ratio = row.get("strata_vs_inductor")
@@ -142,7 +144,7 @@ def main() -> None:
                 errs = " ".join(f"{c} err {row[f'{c}_max_rel_err']:.1e}" for c in ("inductor", "strata") if f"{c}_max_rel_err" in row)
                 times = " ".join(f"{c} {row[f'{c}_ms']:.4f}" for c in ("eager", "inductor", "strata") if f"{c}_ms" in row)
                 failed = " ".join(f"{c} FAILED {row[f'{c}_error']}" for c in ("inductor", "strata") if f"{c}_error" in row)
-                print(f"{dtype} {case} M={rows}: {times} ms; strata/Inductor {ratio or float('nan'):.2f}x; {errs}; "
+                print(f"{a.mode} {dtype} {case} M={rows}: {times} ms; strata/Inductor {ratio or float('nan'):.2f}x; {errs}; "
                       f"compile {row.get('inductor_compile_s', '-')} / {row.get('strata_compile_s', '-')} s {failed}", flush=True)
     if ratios:
         geomean = math.exp(sum(map(math.log, ratios)) / len(ratios))

@@ -38,6 +38,10 @@ MODELS: dict[str, str] = {
     "vit_small": "timm",
 }
 
+# Models run only when named (--only): Llama-style decoders (RMSNorm, rotary
+# embeddings, grouped-query attention, SwiGLU), for the max-autotune comparison.
+EXTRA_MODELS: dict[str, str] = {"hf_llama": "transformers", "hf_mistral": "transformers"}
+
 # The kernel-like models: autocast leaves their ops in fp32, so under bf16 they are
 # also given bf16 inputs (otherwise their bf16 row would repeat the fp32 one).
 TAKES_BF16_INPUTS = {"pointwise", "softmax", "layernorm"}
@@ -96,8 +100,8 @@ def _import(library: str):
 def build(name: str, device: str, small: bool = False) -> ModelCase:
     """The model `name` and its inputs, on `device`, seeded so every process builds the
     same weights and inputs."""
-    if name not in MODELS:
-        raise ValueError(f"unknown model {name!r}; the suite's models are: {', '.join(MODELS)}")
+    if name not in MODELS and name not in EXTRA_MODELS:
+        raise ValueError(f"unknown model {name!r}; the suite's models are: {', '.join([*MODELS, *EXTRA_MODELS])}")
     torch.manual_seed(0)
     case = _BUILDERS[name](small)
     case.module = case.module.to(device).eval()
@@ -185,7 +189,31 @@ def _vit_small(small: bool) -> ModelCase:
     return ModelCase("vit_small", model, (torch.randn(b, 3, hw, hw),), f"b={b}, {hw}x{hw}")
 
 
+def _llama_config(tf, kind: str, small: bool):
+    sizes = dict(hidden_size=64, intermediate_size=172, num_hidden_layers=2, num_attention_heads=4,
+                 num_key_value_heads=2) if small else dict(hidden_size=1024, intermediate_size=2816,
+                                                           num_hidden_layers=8, num_attention_heads=16,
+                                                           num_key_value_heads=4)
+    common = dict(vocab_size=1000 if small else 32000, max_position_embeddings=2048, use_cache=False, **sizes)
+    if kind == "mistral":  # sliding-window attention, shorter than the sequence
+        return tf.MistralConfig(sliding_window=16 if small else 256, **common)
+    return tf.LlamaConfig(**common)
+
+
+def _hf_decoder(kind: str, small: bool) -> ModelCase:
+    tf = _import("transformers")
+    config = _llama_config(tf, kind, small)
+    model = tf.MistralModel(config) if kind == "mistral" else tf.LlamaModel(config)
+    b, t = (2, 32) if small else (4, 512)
+    ids = torch.randint(0, config.vocab_size, (b, t))
+    return ModelCase(f"hf_{kind}", LastHiddenState(model), (ids,),
+                     f"b={b}, seq={t}, {config.num_hidden_layers} layers, d={config.hidden_size}, GQA "
+                     f"{config.num_attention_heads}/{config.num_key_value_heads}")
+
+
 _BUILDERS: dict[str, Callable[[bool], ModelCase]] = {
+    "hf_llama": lambda small: _hf_decoder("llama", small),
+    "hf_mistral": lambda small: _hf_decoder("mistral", small),
     "pointwise": _pointwise,
     "softmax": _softmax,
     "layernorm": _layernorm,

@@ -60,7 +60,7 @@ sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import model_suite  # noqa: E402
 import chart  # noqa: E402
 from model_suite import COMPILERS, CONTENDERS, DTYPES, TOLERANCES, Cell  # noqa: E402
-from models import MODELS  # noqa: E402
+from models import EXTRA_MODELS, MODELS  # noqa: E402
 
 import strata  # noqa: E402
 
@@ -210,7 +210,8 @@ def write_outputs(out: str, env: dict, kernels: dict | None, cells: list[Cell], 
                   quiet: bool = False) -> str:
     """Writes suite.md, suite.json and (with models) suite.png; returns the Markdown."""
     head = (f"{env['device']}; torch {env['torch']}, triton {env['triton']}, strata {env['strata']} ({env['commit']}"
-            + (f", options {json.dumps(env['strata_options'])}" if env.get("strata_options") else "") + "); "
+            + (f", options {json.dumps(env['strata_options'])}" if env.get("strata_options") else "")
+            + (f", mode {env['mode']} for both compilers" if env.get("mode", "default") != "default" else "") + "); "
             f"{env['date']}; time: " + ", ".join(f"{k} {v:.0f} s" for k, v in seconds.items()) + ".")
     parts = [f"# strata benchmark suite ({args.device}{', small' if args.small else ''})", "", head, ""]
     if kernels is not None:
@@ -277,9 +278,10 @@ def main() -> None:
     if a.device == "cuda" and not torch.cuda.is_available():
         sys.exit("--device cuda: no CUDA GPU here (use --device cpu --small)")
     models = a.only.split(",") if a.only else list(MODELS)
-    unknown = [m for m in models if m not in MODELS]
+    unknown = [m for m in models if m not in MODELS and m not in EXTRA_MODELS]
     if unknown:
-        sys.exit(f"unknown model(s) {', '.join(unknown)}; the suite's models are: {', '.join(MODELS)}")
+        sys.exit(f"unknown model(s) {', '.join(unknown)}; the suite's models are: {', '.join(MODELS)} "
+                 f"(and, named with --only: {', '.join(EXTRA_MODELS)})")
     dtypes = a.dtypes.split(",")
     if any(d not in DTYPES for d in dtypes):
         sys.exit(f"--dtypes: each of {', '.join(DTYPES)}")

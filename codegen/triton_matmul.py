@@ -76,7 +76,8 @@ class MatmulTile(NamedTuple):
 # (BLOCK_M, BLOCK_N, BLOCK_K, warps, stages) for 16-bit operands, after TorchInductor's
 # mm configurations for Hopper; f32 operands halve BLOCK_K (twice the bytes per element).
 CONFIGS = (
-    (128, 128, 64, 8, 3), (128, 256, 64, 8, 3), (256, 128, 64, 8, 3), (64, 128, 64, 4, 4),
+    (128, 128, 64, 8, 3), (128, 256, 64, 8, 3), (256, 128, 64, 8, 3), (128, 256, 64, 8, 4), (256, 128, 64, 8, 4),
+    (128, 128, 64, 8, 4), (64, 128, 64, 4, 4),
     (128, 64, 64, 4, 4), (64, 64, 64, 4, 4), (64, 64, 32, 4, 5), (128, 128, 32, 4, 4),
     (32, 64, 64, 4, 5), (16, 64, 128, 4, 4), (16, 128, 128, 4, 3), (32, 128, 128, 4, 3),
 )
@@ -314,16 +315,42 @@ class MatmulTemplate:
             return [*self.groups["m"].names, *self.groups["k"].names]
         return [*self.groups["k"].names, *self.groups["n"].names]
 
+    def library_bias(self) -> tuple[Operation, kernel.LoadOp, sympy.Expr, sympy.Expr] | None:
+        """Where the product's one reader adds a bias along n (a linear layer's): that
+        add, the bias's load, its stride and offset; the library tile then calls
+        torch.addmm, whose cuBLASLt epilogue adds it. 2-d products only."""
+        uses = list(self.dots[0].result.uses)
+        if self.groups["batch"].names or len(uses) != 1:
+            return None
+        add = uses[0].operation
+        if not (isinstance(add, ElementwiseOp) and add.name == "prim.add"):
+            return None
+        other = next(v for v in add.operands if v is not self.dots[0].result)
+        load = self._peeled(other).owner
+        operand = self._peeled(self.operands[0][0]).owner
+        if not isinstance(load, kernel.LoadOp) or scalar_dtype(load.result.type) != scalar_dtype(operand.result.type):
+            return None
+        affine = _affine(self.index[load], self.groups["n"].names)
+        if affine is None or not affine[0]:
+            return None
+        return add, load, affine[0][self.groups["n"].names[0]], affine[1]
+
+    def stand_in(self) -> Operation:
+        """The op whose value the library tile's product stands for: the bias add, or
+        the product itself."""
+        bias = self.library_bias()
+        return bias[0] if bias is not None else self.dots[0]
+
     def direct_store(self) -> kernel.StoreOp | None:
-        """The one store, where it stores the product rounded to its operands' dtype and
-        nothing else happens after the product: the library tile then writes it itself."""
+        """The one store, where it stores the library's result rounded to its operands'
+        dtype and nothing else happens after it: the library tile then writes it itself."""
         stores = [op for op in self.body if isinstance(op, kernel.StoreOp)]
         if len(stores) != 1:
             return None
         v = stores[0].value
         while isinstance(v.owner, ConvertElementTypeOp):
             v = v.owner.x
-        if v is not self.dots[0].result:
+        if v.owner is not self.stand_in():
             return None
         load = self._peeled(self.operands[0][0]).owner
         if scalar_dtype(stores[0].value.type) != scalar_dtype(load.result.type):
@@ -454,15 +481,17 @@ class MatmulTemplate:
         for var, code in n.parts("en").items():
             env[var] = code
         full = "tl.full([BLOCK_M, BLOCK_N], 0, tl.int64)" if self.int64 else "tl.full([BLOCK_M, BLOCK_N], 0, tl.int32)"
-        for i, dot in enumerate(self.dots):
-            name = self.names[dot.result]
-            if epilogue_only:
-                lines.append(f"{name} = tl.load(product + (batch * M * N + em * N + en), mask=emask).to(tl.float32)")
-            else:
-                lines.append(f"{name} = acc{i}")
+        stand_in = self.stand_in() if epilogue_only else None
+        if epilogue_only:  # the library's result, in place of the op it computed
+            lines.append(f"{self.names[stand_in.results[0]]} = "
+                         "tl.load(product + (batch * M * N + em * N + en), mask=emask).to(tl.float32)")
+        else:
+            lines += [f"{self.names[dot.result]} = acc{i}" for i, dot in enumerate(self.dots)]
         for op in self.body:
             # rows (the sides' k-dependent values and the products) live in the k loop
             if isinstance(op, kernel.ReduceOp) or (op.results and any(v.startswith("r") for v in self.vars[op.results[0]])):
+                continue
+            if op is stand_in:
                 continue
             if isinstance(op, kernel.StoreOp):
                 value = f"tl.broadcast_to({self.names[op.value]}, [BLOCK_M, BLOCK_N])"
@@ -544,6 +573,13 @@ class MatmulTemplate:
 
         lines.append(f"a = {view(la, sa, oa, 'M', 'K')}")
         lines.append(f"b = {view(lb, sb, ob, 'K', 'N')}")
+        bias = self.library_bias()
+        call = "torch.matmul(a, b"
+        if bias is not None:
+            _, load, stride, offset = bias
+            lines.append(f"bias = torch.as_strided({self.buffers[load.buffer]}, (N,), ({int_code(stride, python=True)},), "
+                         f"{int_code(offset, python=True)})")
+            call = "torch.addmm(bias, a, b"
         store = self.direct_store()
         if store is not None:
             strides, offset = _affine(self.index[store], [*batch.names, m, n])
@@ -551,11 +587,11 @@ class MatmulTemplate:
             size = ", ".join([*shape, "M", "N"])
             lines.append(f"out = torch.as_strided({self.buffers[store.buffer]}, ({size},), ({stride},), "
                          f"{int_code(offset, python=True)})")
-            lines.append("torch.matmul(a, b, out=out)")
+            lines.append(f"{call}, out=out)")
         else:
             args = ", ".join([*self.buffers.values(), "product", *self.symbols, "M", "N", "K"])
             lines += [
-                "product = torch.matmul(a, b)",
+                f"product = {call})",
                 "bm, bn = min(64, max(16, 1 << (M - 1).bit_length())), min(64, max(16, 1 << (N - 1).bit_length()))",
                 f"{self.name}_epilogue[(-(-M // bm), -(-N // bn), NBATCH)]({args}, BLOCK_M=bm, BLOCK_N=bn, {options}, "
                 "num_warps=4)",

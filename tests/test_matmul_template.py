@@ -173,6 +173,7 @@ def test_every_candidate_tile_computes_the_product(m, n, k, dtype, tmp_path, mon
     want = torch.tanh(torch.addmm(b, x, w.t()))
     tiles = compiled.module.tile_candidates(compiled.module.numels([]))
     assert any(t.library for t in tiles) and len(tiles) > 4
+    assert "torch.addmm(bias, a, b)" in compiled.source  # the library adds the bias in cuBLAS's epilogue
     for tile in tiles:
         out = torch.full((m, n), float("nan"), dtype=torch_dtype)
         with _interpreting():
