@@ -31,7 +31,7 @@ import sympy
 from xdsl.ir import Operation, SSAValue
 
 from strata.dialects import prim
-from strata.dialects.attributes import NO_EPILOGUE_ATTR
+from strata.dialects.attributes import DOT_ATTR, NO_EPILOGUE_ATTR
 from strata.dialects.prim_indexing import CheckIndexOp, GatherOp
 from strata.dialects.prim_random import PHILOX_OPS
 from strata.dialects.prim_data_dependent import binds_symbols
@@ -228,6 +228,10 @@ def choose_realized(ops: list[Operation], outputs: list[SSAValue]) -> set[SSAVal
             realized.update(op.results)
             if why is not None:
                 why.update((r, "a matrix product's result, with epilogue_fusion off") for r in op.results)
+    for op in ops:
+        if DOT_ATTR in op.attributes:
+            for operand in _unfused_product_operands(op):
+                _realize_root(operand, realized, why, "an operand of a matrix product, computed by another kernel")
     for v in outputs:
         _realize_root(v, realized, why, "a result of the graph")
     if why is not None:
@@ -238,6 +242,45 @@ def choose_realized(ops: list[Operation], outputs: list[SSAValue]) -> set[SSAVal
         inline = sum(1 for op in ops if is_inline(op) and op.results and op.results[0] not in realized)
         log.debug("%d inline values (elementwise, conversions, views) are computed where they are read", inline)
     return realized
+
+
+def _unfused_product_operands(total: Operation) -> list[SSAValue]:
+    """The operands of a matrix product's sum (passes/matmul_to_dot.py) that its
+    template should read from memory rather than compute. The template reads each
+    operand element once per tile of the other side, so what it computes on a side is
+    computed that many times, and a side that is more than loads keeps Triton from
+    streaming the loads straight into shared memory. A side stays fused only where it
+    is views and conversions of values no wider than it (a bf16 weight read through a
+    transpose); otherwise (an autocast's f32 → bf16 cast, an activation) it is realized."""
+    product = total.operands[0].owner
+    if not isinstance(product, prim.ElementwiseOp) or product.name != "prim.mul":
+        return []
+    out = []
+    for side in product.operands:
+        while isinstance(side.owner, prim.BroadcastInDimOp):
+            side = side.owner.x
+        widened = side.owner
+        if isinstance(widened, prim.ConvertElementTypeOp) and _itemsize(widened.x) < _itemsize(side):
+            side = widened.x  # the template's own widening of a 16-bit operand
+        if not _plain(side, _itemsize(side)):
+            out.append(side)
+    return out
+
+
+def _plain(v: SSAValue, width: int) -> bool:
+    """Whether v is views and conversions of values at most `width` bytes an element."""
+    op = v.owner
+    if not isinstance(op, Operation) or is_reduction(op) or is_extern(op):
+        return _itemsize(v) <= width
+    if isinstance(op, VIEW_OPS + (prim.ConvertElementTypeOp,)):
+        return all(_plain(x, width) for x in op.operands)
+    return False
+
+
+def _itemsize(v: SSAValue) -> int:
+    from strata.dialects.types import DTYPES
+
+    return DTYPES[v.type.dtype].itemsize
 
 
 def _extern_kind(op: Operation) -> str:
