@@ -569,7 +569,7 @@ class MatmulTemplate:
         def view(load, strides, offset, rows, cols):
             size = ", ".join([*shape, rows, cols])
             stride = ", ".join(int_code(strides.get(v, sympy.Integer(0)), python=True) for v in [*batch.names, *self._side_vars_of(load)])
-            return f"torch.as_strided({self.buffers[load.buffer]}, ({size},), ({stride},), {int_code(offset, python=True)})"
+            return _view(self.buffers[load.buffer], size, stride, offset)
 
         lines.append(f"a = {view(la, sa, oa, 'M', 'K')}")
         lines.append(f"b = {view(lb, sb, ob, 'K', 'N')}")
@@ -577,16 +577,14 @@ class MatmulTemplate:
         call = "torch.matmul(a, b"
         if bias is not None:
             _, load, stride, offset = bias
-            lines.append(f"bias = torch.as_strided({self.buffers[load.buffer]}, (N,), ({int_code(stride, python=True)},), "
-                         f"{int_code(offset, python=True)})")
+            lines.append(f"bias = {_view(self.buffers[load.buffer], 'N', int_code(stride, python=True), offset)}")
             call = "torch.addmm(bias, a, b"
         store = self.direct_store()
         if store is not None:
             strides, offset = _affine(self.index[store], [*batch.names, m, n])
             stride = ", ".join(int_code(strides.get(v, sympy.Integer(0)), python=True) for v in [*batch.names, m, n])
             size = ", ".join([*shape, "M", "N"])
-            lines.append(f"out = torch.as_strided({self.buffers[store.buffer]}, ({size},), ({stride},), "
-                         f"{int_code(offset, python=True)})")
+            lines.append(f"out = {_view(self.buffers[store.buffer], size, stride, offset)}")
             lines.append(f"{call}, out=out)")
         else:
             args = ", ".join([*self.buffers.values(), "product", *self.symbols, "M", "N", "K"])
@@ -646,6 +644,13 @@ def _affine(expr: sympy.Expr, variables: list[str]) -> tuple[dict[str, sympy.Exp
     if any(_is_loop_var(s.name) for s in rest.free_symbols):
         return None
     return strides, rest
+
+
+def _view(buffer: str, size: str, stride: str, offset: sympy.Expr) -> str:
+    """Code for a view of `buffer` at an offset from its own first element (a buffer may
+    itself be a view into a larger allocation, and as_strided's offset counts from the
+    storage's start)."""
+    return f"torch.as_strided({buffer}, ({size},), ({stride},), {buffer}.storage_offset() + {int_code(offset, python=True)})"
 
 
 def _unpack(names: list[str]) -> str:

@@ -174,11 +174,20 @@ def test_every_candidate_tile_computes_the_product(m, n, k, dtype, tmp_path, mon
     tiles = compiled.module.tile_candidates(compiled.module.numels([]))
     assert any(t.library for t in tiles) and len(tiles) > 4
     assert "torch.addmm(bias, a, b)" in compiled.source  # the library adds the bias in cuBLAS's epilogue
+    x, w, b = (_at_an_offset(t) for t in (x, w, b))  # as a memory plan hands them over
     for tile in tiles:
-        out = torch.full((m, n), float("nan"), dtype=torch_dtype)
+        out = _at_an_offset(torch.full((m, n), float("nan"), dtype=torch_dtype))
         with _interpreting():
             compiled.module.launch_tile(tile, [x, w, b, out], [])
         torch.testing.assert_close(out, want, **TOLERANCE[torch_dtype], msg=lambda e: f"{tile.describe()}: {e}")
+
+
+def _at_an_offset(t: torch.Tensor) -> torch.Tensor:
+    """`t`'s values in a view that starts 5 elements into a larger allocation."""
+    storage = torch.full((t.numel() + 5,), float("nan"), dtype=t.dtype)
+    view = storage[5:].view(t.shape)
+    view.copy_(t)
+    return view
 
 
 def test_library_tile_writes_a_plain_product_directly(tmp_path, monkeypatch):
@@ -194,11 +203,15 @@ func.func @graph(%x: !strata.tensor<[2, 9, 12], f32>, %w: !strata.tensor<[2, 12,
     (func,) = [op for op in module.ops if isinstance(op, kernel.FuncOp)]
     compiled = compile_kernel(func, "cpu")
     assert "torch.matmul(a, b, out=out)" in compiled.source
-    x, w = torch.randn(2, 9, 12), torch.randn(2, 12, 7)
-    out = torch.empty(2, 9, 7)
+    # buffers that are views into larger allocations (a memory plan's arena), at offsets
+    arena = torch.randn(2 * 9 * 12 + 2 * 12 * 7 + 2 * 9 * 7 + 10)
+    x = arena[3:3 + 216].view(2, 9, 12)
+    w = arena[219:219 + 168].view(2, 12, 7)
+    out = arena[390:390 + 126].view(2, 9, 7)
+    want = torch.bmm(x, w)
     with _interpreting():
         compiled.module.launch_tile(MatmulTile(library=True), [x, w, out], [])
-    torch.testing.assert_close(out, torch.bmm(x, w))
+    torch.testing.assert_close(out, want)
 
 
 def test_candidates_fit_the_sizes():
@@ -228,3 +241,23 @@ def test_the_tuner_times_templates_and_remembers_the_winner(tmp_path, monkeypatc
     again = compile_kernel(func, "cpu", max_autotune=True)
     again([x, w, b, out], [])
     assert "autotuning" not in capsys.readouterr().err  # the winner came from the disk cache
+
+
+def _autocast_mlp(x, w, b, w2, b2):
+    with torch.autocast("cpu", dtype=torch.bfloat16):
+        return torch.addmm(b2, F.gelu(torch.addmm(b, x, w)), w2)
+
+
+def test_a_tuned_autocast_mlp_matches_eager(tmp_path, monkeypatch):
+    """Two linear layers under autocast, tuned: the casts are kernels of their own, each
+    product a template or cuBLAS, in buffers a memory plan places (a library tile once
+    read them from the wrong place)."""
+    monkeypatch.setenv("STRATA_CACHE_DIR", str(tmp_path))
+    torch.manual_seed(0)
+    x, w, b = torch.randn(64, 48), torch.randn(48, 96) / 7, torch.randn(96)
+    w2, b2 = torch.randn(96, 48) / 10, torch.randn(48)
+    f = _compile(_autocast_mlp, tmp_path)
+    want = _autocast_mlp(x, w, b, w2, b2)
+    for _ in range(2):  # the tuning call and a tuned one
+        torch.testing.assert_close(f(x, w, b, w2, b2), want, **TOLERANCE[torch.bfloat16])
+    assert len(_templates(tmp_path)) == 2
