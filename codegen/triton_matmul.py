@@ -41,11 +41,10 @@ from typing import NamedTuple
 from xdsl.dialects import arith
 from xdsl.ir import Operation, SSAValue
 
-from strata.codegen.errors import CodegenError
 from strata.codegen.triton_index import fits_int32, int_code
 from strata.codegen.triton_launcher import EXACT_OPTIONS, FUSED_OPTIONS, function_source
 from strata.codegen.triton_math import helper_sources
-from strata.codegen.triton_scalar_ops import LOW_PRECISION, ScalarOps, tl_dtype
+from strata.codegen.triton_scalar_ops import LOW_PRECISION, ScalarOps
 from strata.codegen.triton_source import _contraction_safe, _dtype_of, bound_for_16_bits, kernel_name
 from strata.dialects import kernel
 from strata.dialects.attributes import DOT_ATTR
@@ -289,31 +288,39 @@ class MatmulTemplate:
         return dp if dp == dq and self.device == "cuda" else "f32"
 
     # ------------------------------------------------------------------ library tile
-    def library_operands(self) -> list[tuple[kernel.LoadOp, dict[str, sympy.Expr], sympy.Expr]] | None:
-        """For each side: its load, the stride of each loop variable and the offset,
-        where the one product's operands are strided reads of buffers (maybe widened
-        to f32) with one m, one n and one k variable; else None."""
-        if len(self.dots) != 1 or any(len(self.groups[g].names) != 1 for g in ("m", "n", "k")):
+    def library_operands(self) -> list[tuple[kernel.LoadOp, list[sympy.Expr], sympy.Expr]] | None:
+        """For each side: its load, the strides of its view ([*batch, m, k] or [*batch,
+        k, n]) and offset, where the one product's operands are strided reads of
+        buffers (maybe widened to f32) whose variables of a group merge into one stride
+        (m split as [b, t] by a linear layer of a 3-d input does); else None."""
+        if len(self.dots) != 1:
             return None
         out = []
-        for v in self.operands[0]:
+        for v, groups in zip(self.operands[0], (("m", "k"), ("k", "n"))):
             load = self._peeled(v).owner
             if not isinstance(load, kernel.LoadOp) or (v.owner is not load and scalar_dtype(v.type) != "f32"):
                 return None
-            affine = _affine(self.index[load], [*self.groups["batch"].names, *self._side_vars(v)])
-            if affine is None:
+            strided = self._view_strides(self.index[load], [*self._batch_groups(), *(self.groups[g] for g in groups)])
+            if strided is None:
                 return None
-            out.append((load, *affine))
+            out.append((load, *strided))
         (la, _, _), (lb, _, _) = out
         if scalar_dtype(la.result.type) != scalar_dtype(lb.result.type):
             return None
         return out
 
-    def _side_vars(self, v: SSAValue) -> list[str]:
-        """The loop variables of a side's [rows, cols] view: [m, k] or [k, n]."""
-        if self._xs(v) & self.m_vars:
-            return [*self.groups["m"].names, *self.groups["k"].names]
-        return [*self.groups["k"].names, *self.groups["n"].names]
+    def _batch_groups(self) -> list[Group]:
+        batch = self.groups["batch"]
+        return [Group([n], [d]) for n, d in zip(batch.names, batch.dims)]
+
+    def _view_strides(self, expr: sympy.Expr, groups: list[Group]) -> tuple[list[sympy.Expr], sympy.Expr] | None:
+        """The stride of each group in `expr` (its variables merged) and the offset."""
+        affine = _affine(expr, [n for g in groups for n in g.names])
+        if affine is None:
+            return None
+        strides, offset = affine
+        merged = [_merged_stride(strides, g) for g in groups]
+        return None if any(m is None for m in merged) else (merged, offset)
 
     def library_bias(self) -> tuple[Operation, kernel.LoadOp, sympy.Expr, sympy.Expr] | None:
         """Where the product's one reader adds a bias along n (a linear layer's): that
@@ -330,10 +337,10 @@ class MatmulTemplate:
         operand = self._peeled(self.operands[0][0]).owner
         if not isinstance(load, kernel.LoadOp) or scalar_dtype(load.result.type) != scalar_dtype(operand.result.type):
             return None
-        affine = _affine(self.index[load], self.groups["n"].names)
-        if affine is None or not affine[0]:
+        strided = self._view_strides(self.index[load], [self.groups["n"]])
+        if strided is None or strided[0][0] == 0:
             return None
-        return add, load, affine[0][self.groups["n"].names[0]], affine[1]
+        return add, load, strided[0][0], strided[1]
 
     def stand_in(self) -> Operation:
         """The op whose value the library tile's product stands for: the bias add, or
@@ -355,8 +362,8 @@ class MatmulTemplate:
         load = self._peeled(self.operands[0][0]).owner
         if scalar_dtype(stores[0].value.type) != scalar_dtype(load.result.type):
             return None
-        order = [*self.groups["batch"].names, *self.groups["m"].names, *self.groups["n"].names]
-        return stores[0] if _affine(self.index[stores[0]], order) is not None else None
+        groups = [*self._batch_groups(), self.groups["m"], self.groups["n"]]
+        return stores[0] if self._view_strides(self.index[stores[0]], groups) is not None else None
 
     # ------------------------------------------------------------------ code
     def module(self) -> str:
@@ -562,17 +569,14 @@ class MatmulTemplate:
     def _library_launcher(self, unpack: list[str], options: str) -> str:
         batch = self.groups["batch"]
         (la, sa, oa), (lb, sb, ob) = self.library_operands()
-        m, n, k = (self.groups[g].names[0] for g in ("m", "n", "k"))
         shape = [int_code(d, python=True) for d in batch.dims]
         lines = [*unpack]
 
-        def view(load, strides, offset, rows, cols):
-            size = ", ".join([*shape, rows, cols])
-            stride = ", ".join(int_code(strides.get(v, sympy.Integer(0)), python=True) for v in [*batch.names, *self._side_vars_of(load)])
-            return _view(self.buffers[load.buffer], size, stride, offset)
+        def view(buffer: str, strides: list[sympy.Expr], offset: sympy.Expr, rows: str, cols: str) -> str:
+            return _view(buffer, ", ".join([*shape, rows, cols]), ", ".join(int_code(x, python=True) for x in strides), offset)
 
-        lines.append(f"a = {view(la, sa, oa, 'M', 'K')}")
-        lines.append(f"b = {view(lb, sb, ob, 'K', 'N')}")
+        lines.append(f"a = {view(self.buffers[la.buffer], sa, oa, 'M', 'K')}")
+        lines.append(f"b = {view(self.buffers[lb.buffer], sb, ob, 'K', 'N')}")
         bias = self.library_bias()
         call = "torch.matmul(a, b"
         if bias is not None:
@@ -581,10 +585,8 @@ class MatmulTemplate:
             call = "torch.addmm(bias, a, b"
         store = self.direct_store()
         if store is not None:
-            strides, offset = _affine(self.index[store], [*batch.names, m, n])
-            stride = ", ".join(int_code(strides.get(v, sympy.Integer(0)), python=True) for v in [*batch.names, m, n])
-            size = ", ".join([*shape, "M", "N"])
-            lines.append(f"out = {_view(self.buffers[store.buffer], size, stride, offset)}")
+            strides, offset = self._view_strides(self.index[store], [*self._batch_groups(), self.groups["m"], self.groups["n"]])
+            lines.append(f"out = {view(self.buffers[store.buffer], strides, offset, 'M', 'N')}")
             lines.append(f"{call}, out=out)")
         else:
             args = ", ".join([*self.buffers.values(), "product", *self.symbols, "M", "N", "K"])
@@ -595,12 +597,6 @@ class MatmulTemplate:
                 "num_warps=4)",
             ]
         return function_source("_library", ["buffers", "symbols", "M", "N", "K", "NBATCH"], lines)
-
-    def _side_vars_of(self, load: kernel.LoadOp) -> list[str]:
-        for v in self.operands[0]:
-            if self._peeled(v).owner is load:
-                return self._side_vars(v)
-        raise CodegenError("internal: a library operand that is no side of the product")
 
 
 class NotTemplate(Exception):
@@ -644,6 +640,19 @@ def _affine(expr: sympy.Expr, variables: list[str]) -> tuple[dict[str, sympy.Exp
     if any(_is_loop_var(s.name) for s in rest.free_symbols):
         return None
     return strides, rest
+
+
+def _merged_stride(strides: dict[str, sympy.Expr], group: Group) -> sympy.Expr | None:
+    """One stride for a group's variables (outermost first), where each steps over
+    exactly the next one's extent (0 for a group of none, or one the index skips)."""
+    names, dims = group.names, group.dims
+    if not names:
+        return sympy.Integer(0)
+    found = [strides.get(n, sympy.Integer(0)) for n in names]
+    for outer, inner, extent in zip(found, found[1:], dims[1:]):
+        if sympy.simplify(outer - inner * extent) != 0:
+            return None
+    return found[-1]
 
 
 def _view(buffer: str, size: str, stride: str, offset: sympy.Expr) -> str:

@@ -25,6 +25,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+import sympy
+
 from strata.dialects.lazy_torch import torch
 from xdsl.context import Context
 from xdsl.dialects.builtin import ModuleOp, StringAttr, UnitAttr
@@ -48,13 +50,28 @@ def precision(dtype: str) -> str:
     return "tf32" if dtype == "f32" and torch.backends.cuda.matmul.allow_tf32 else "ieee"
 
 
-def products_summed(add, a: SSAValue, b: SSAValue, batched: bool) -> Operation:
-    """The prim.sum over k of a[.., m, k] · b[.., k, n] in f32, of shape [.., m, n]."""
+def products_summed(add, a: SSAValue, b: SSAValue, batched: bool, rows: list | None = None) -> Operation:
+    """The prim.sum over k of a[.., m, k] · b[.., k, n] in f32, of shape [.., m, n];
+    with `rows` (a 2-d product only), m split into those dims: [*rows, n]."""
     ta, tb = a.type, b.type
-    a32 = a if ta.dtype == "f32" else add(prim.ConvertElementTypeOp(a, "f32"))
-    b32 = b if tb.dtype == "f32" else add(prim.ConvertElementTypeOp(b, "f32"))
     *batch, m, k = ta.dims
     n = tb.dims[-1]
+    if rows is not None:
+        source = a.owner
+        if isinstance(source, prim.ReshapeOp) and [sym(d) for d in source.x.type.dims] == [sym(d) for d in [*rows, k]]:
+            a = source.x  # the 3-d input the product's view flattened: read it as it is
+        else:
+            a = add(prim.ReshapeOp(a, [*rows, k]))
+    a32 = a if ta.dtype == "f32" else add(prim.ConvertElementTypeOp(a, "f32"))
+    b32 = b if tb.dtype == "f32" else add(prim.ConvertElementTypeOp(b, "f32"))
+    if rows is not None:
+        full = [*rows, k, n]
+        lead = len(rows)
+        wide_a = add(prim.BroadcastInDimOp(a32, full, list(range(lead + 1))))
+        wide_b = add(prim.BroadcastInDimOp(b32, full, [lead, lead + 1]))
+        total = SUM(add(MUL(wide_a, wide_b)), [lead])
+        add(total)
+        return total
     full = [*batch, m, k, n]
     lead = list(range(len(batch)))
     wide_a = add(prim.BroadcastInDimOp(a32, full, [*lead, len(batch), len(batch) + 1]))
@@ -64,6 +81,22 @@ def products_summed(add, a: SSAValue, b: SSAValue, batched: bool) -> Operation:
     return total
 
 
+def split_rows(op: Operation) -> tuple[list, list[prim.ReshapeOp]] | None:
+    """Where every reader of a 2-d product reshapes it to one shape [*rows, n] (a
+    linear layer of a 3-d input: view, product, view back), those rows and readers."""
+    if isinstance(op, prim.BmmOp) or not op.result.uses:
+        return None
+    m, n = op.result.type.dims
+    readers = [u.operation for u in op.result.uses]
+    shapes = {tuple(r.result.type.dims) for r in readers if isinstance(r, prim.ReshapeOp)}
+    if len(shapes) != 1 or not all(isinstance(r, prim.ReshapeOp) for r in readers):
+        return None
+    (shape,) = shapes
+    if len(shape) < 3 or sym(shape[-1]) != sym(n) or sympy.simplify(sympy.Mul(*map(sym, shape[:-1])) - sym(m)) != 0:
+        return None
+    return list(shape[:-1]), readers
+
+
 @dataclass
 class ProductToDot(RewritePattern):
     target: str = ""
@@ -71,20 +104,28 @@ class ProductToDot(RewritePattern):
 
     @op_type_rewrite_pattern
     def match_and_rewrite(self, op: prim.MmOp | prim.BmmOp | prim.AddmmOp, rewriter: PatternRewriter) -> None:
+        """The product rounded once after its bias; computed in the shape its readers
+        view it in (so that what follows a linear layer of a 3-d input, which reads it
+        through that view, fuses as its epilogue)."""
         a, b = op.a, op.b
         if not _eligible(op, a, b, self.target):
             return
         add = inserter(rewriter, op)
-        total = products_summed(add, a, b, isinstance(op, prim.BmmOp))
+        split = split_rows(op)
+        rows, readers = split if split is not None else (None, [])
+        total = products_summed(add, a, b, isinstance(op, prim.BmmOp), rows)
         total.attributes[DOT_ATTR] = StringAttr(precision(a.type.dtype))
         result = total.results[0]
+        dims = list(result.type.dims)
         marked = [total]
         if isinstance(op, prim.AddmmOp):  # the bias added in f32, before the one rounding
             bias = op.bias
             if bias.type.dtype != "f32":
                 bias = add(prim.ConvertElementTypeOp(bias, "f32"))
-            if tuple(bias.type.dims) != tuple(result.type.dims):
-                bias = add(prim.BroadcastInDimOp(bias, list(result.type.dims), list(range(2 - bias.type.rank, 2))))
+            if rows is not None and bias.type.rank == 2:  # [m, n] or [1, n]: as the result's rows split m
+                bias = add(prim.ReshapeOp(bias, dims if sym(bias.type.dims[0]) != 1 else [bias.type.dims[-1]]))
+            if tuple(bias.type.dims) != tuple(dims):
+                bias = add(prim.BroadcastInDimOp(bias, dims, list(range(len(dims) - bias.type.rank, len(dims)))))
             result = add(ADD(result, bias))
             marked.append(result.owner)
         if a.type.dtype != "f32":
@@ -93,7 +134,12 @@ class ProductToDot(RewritePattern):
         if not self.epilogue_fusion:
             for m in marked:
                 m.attributes[NO_EPILOGUE_ATTR] = UnitAttr()
-        rewriter.replace(op, [], [result])
+        if rows is None:
+            rewriter.replace(op, [], [result])
+            return
+        for reader in readers:
+            rewriter.replace(reader, [], [result])
+        rewriter.erase_op(op)
 
 
 def _eligible(op: Operation, a: SSAValue, b: SSAValue, target: str) -> bool:

@@ -261,3 +261,18 @@ def test_a_tuned_autocast_mlp_matches_eager(tmp_path, monkeypatch):
     for _ in range(2):  # the tuning call and a tuned one
         torch.testing.assert_close(f(x, w, b, w2, b2), want, **TOLERANCE[torch.bfloat16])
     assert len(_templates(tmp_path)) == 2
+
+
+def _linear_3d_residual(x, w, b, r):
+    return F.linear(x, w, b) + r
+
+
+def test_a_linear_of_a_3d_input_takes_what_follows_its_view(tmp_path, monkeypatch):
+    """linear on [b, t, d] is a view, an addmm and a view back: the product is computed
+    in the viewed shape, so the residual add is its epilogue (one kernel), and the
+    library tile still sees plain [m, k] and [k, n] operands."""
+    monkeypatch.setenv("STRATA_CACHE_DIR", str(tmp_path / "cache"))
+    args = torch.randn(2, 5, 24), torch.randn(16, 24), torch.randn(16), torch.randn(2, 5, 16)
+    torch.testing.assert_close(_compile(_linear_3d_residual, tmp_path)(*args), _linear_3d_residual(*args))
+    (source,) = _kernel_sources(tmp_path)
+    assert "matmul template" in source and "torch.addmm(bias, a, b)" in source
