@@ -139,7 +139,7 @@ class ProductToDot(RewritePattern):
             return
         for reader in readers:
             rewriter.replace(reader, [], [result])
-        rewriter.erase_op(op)
+        rewriter.erase(op)
 
 
 def _eligible(op: Operation, a: SSAValue, b: SSAValue, target: str) -> bool:
