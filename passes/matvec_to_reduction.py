@@ -30,6 +30,7 @@ from xdsl.pattern_rewriter import RewritePattern, op_type_rewrite_pattern
 
 from strata.dialects import prim
 from strata.dialects.attributes import graph_device
+from strata.passes.matmul_to_dot import products_summed
 from strata.passes.provenance import inserter
 from strata.dialects.types import TensorType, sym
 
@@ -48,14 +49,10 @@ def _eligible(op: Operation, a: SSAValue, b: SSAValue, device: str) -> bool:
 
 
 def _row_product(rewriter: PatternRewriter, op: Operation, a: SSAValue, b: SSAValue) -> SSAValue:
-    """sum_k a[0, k] · b[k, n] in f32, as [1, n] (not yet rounded)."""
-    k, n = b.type.dims
-    add = inserter(rewriter, op)
-    a32 = a if a.type.dtype == "f32" else add(prim.ConvertElementTypeOp(a, "f32"))
-    b32 = b if b.type.dtype == "f32" else add(prim.ConvertElementTypeOp(b, "f32"))
-    column = add(prim.BroadcastInDimOp(add(prim.ReshapeOp(a32, [k])), [k, n], [0]))  # a[0, k] along n
-    total = add(SUM(add(MUL(column, b32)), [0]))
-    return add(prim.ReshapeOp(total, [1, n]))
+    """sum_k a[0, k] · b[k, n] in f32, as [1, n] (not yet rounded): summed over the
+    middle dim of [1, k, n], so that the sum has the product's own shape and what reads
+    it (a bias, an activation) fuses into its kernel, with no reshape between."""
+    return products_summed(inserter(rewriter, op), a, b, batched=False).results[0]
 
 
 @dataclass

@@ -37,6 +37,7 @@ def _torch_loaded(program: Path, passes: str) -> bool:
     ("simplify", "simplify/" + sorted(p.name for p in (LIT / "simplify").glob("*.mlir"))[0]),
     ("fuse", "fuse/" + sorted(p.name for p in (LIT / "fuse").glob("*.mlir"))[0]),
     ("matvec-to-reduction", "matvec-to-reduction/cpu-stays.mlir"),
+    ("matmul-to-dot", "matmul-to-dot/left-alone.mlir"),
 ])
 def test_prim_passes_run_without_torch(passes, program):
     assert not _torch_loaded(LIT / program, passes)

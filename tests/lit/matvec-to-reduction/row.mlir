@@ -1,16 +1,17 @@
 // RUN: strata-opt %s -p 'matvec-to-reduction{device="cuda"}' | filecheck %s
 
 // One row times a bf16 weight: a sum over k of f32 products, rounded once; the addmm's
-// bias is added in f32 before that rounding. Two rows stay a library call.
+// bias is added in f32 before that rounding. The sum runs over the middle dim of
+// [1, k, n], so it has the product's shape (what reads it fuses with no reshape
+// between). Two rows stay a library call.
 // CHECK-LABEL: func.func @graph
 // CHECK:         %[[A:.*]] = prim.convert_element_type %x {{.*}}dtype = "f32"
 // CHECK-NEXT:    %[[B:.*]] = prim.convert_element_type %w {{.*}}dtype = "f32"
-// CHECK-NEXT:    %[[K:.*]] = prim.reshape %[[A]] {shape = [64 : i64]}
-// CHECK-NEXT:    %[[COL:.*]] = prim.broadcast_in_dim %[[K]] {shape = [64 : i64, 32 : i64], broadcast_dimensions = array<i64: 0>}
-// CHECK-NEXT:    %[[P:.*]] = prim.mul %[[COL]], %[[B]]
-// CHECK-NEXT:    %[[S:.*]] = prim.sum %[[P]] {dims = array<i64: 0>}
-// CHECK-NEXT:    %[[R:.*]] = prim.reshape %[[S]] {shape = [1 : i64, 32 : i64]}
-// CHECK-NEXT:    %y = prim.convert_element_type %[[R]] {{.*}}dtype = "bf16"
+// CHECK-NEXT:    %[[ROW:.*]] = prim.broadcast_in_dim %[[A]] {shape = [1 : i64, 64 : i64, 32 : i64], broadcast_dimensions = array<i64: 0, 1>}
+// CHECK-NEXT:    %[[COLS:.*]] = prim.broadcast_in_dim %[[B]] {shape = [1 : i64, 64 : i64, 32 : i64], broadcast_dimensions = array<i64: 1, 2>}
+// CHECK-NEXT:    %[[P:.*]] = prim.mul %[[ROW]], %[[COLS]]
+// CHECK-NEXT:    %[[S:.*]] = prim.sum %[[P]] {dims = array<i64: 1>} {{.*}} -> !strata.tensor<[1, 32], f32>
+// CHECK-NEXT:    %y = prim.convert_element_type %[[S]] {{.*}}dtype = "bf16"
 // CHECK:         prim.sum
 // CHECK:         %[[BIAS:.*]] = prim.convert_element_type %bias {{.*}}dtype = "f32"
 // CHECK-NEXT:    %[[WIDE:.*]] = prim.broadcast_in_dim %[[BIAS]] {shape = [1 : i64, 32 : i64], broadcast_dimensions = array<i64: 1>}
