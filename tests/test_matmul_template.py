@@ -276,3 +276,23 @@ def test_a_linear_of_a_3d_input_takes_what_follows_its_view(tmp_path, monkeypatc
     torch.testing.assert_close(_compile(_linear_3d_residual, tmp_path)(*args), _linear_3d_residual(*args))
     (source,) = _kernel_sources(tmp_path)
     assert "matmul template" in source and "torch.addmm(bias, a, b)" in source
+
+
+def test_training_runs_its_products_as_templates_and_matches_eager(tmp_path, monkeypatch):
+    """Forward and backward graphs both: the weight and input gradients are products too."""
+    monkeypatch.setenv("STRATA_CACHE_DIR", str(tmp_path / "cache"))
+    torch.manual_seed(0)
+    model = torch.nn.Sequential(torch.nn.Linear(24, 40), torch.nn.GELU(), torch.nn.Linear(40, 8))
+    x, y = torch.randn(3, 7, 24), torch.randn(3, 7, 8)
+
+    def grads(m):
+        F.mse_loss(m(x), y).backward()
+        out = [p.grad.clone() for p in model.parameters()]
+        model.zero_grad(set_to_none=True)
+        return out
+
+    want = grads(model)
+    got = grads(_compile(model, tmp_path))
+    for g, w in zip(got, want):
+        torch.testing.assert_close(g, w)
+    assert len(_templates(tmp_path)) >= 4  # two forward products, and the backward's
