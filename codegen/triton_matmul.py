@@ -72,13 +72,15 @@ class MatmulTile(NamedTuple):
                 f"warps={self.num_warps} stages={self.num_stages}")
 
 
-# (BLOCK_M, BLOCK_N, BLOCK_K, warps, stages) for 16-bit operands, after TorchInductor's
-# mm configurations for Hopper; f32 operands halve BLOCK_K (twice the bytes per element).
+# (BLOCK_M, BLOCK_N, BLOCK_K, warps, stages) for 16-bit operands: TorchInductor's mm
+# configurations that win on Hopper, and wide tiles for large products; f32 operands
+# halve BLOCK_K (twice the bytes per element).
 CONFIGS = (
-    (128, 128, 64, 8, 3), (128, 256, 64, 8, 3), (256, 128, 64, 8, 3), (128, 256, 64, 8, 4), (256, 128, 64, 8, 4),
-    (128, 128, 64, 8, 4), (64, 128, 64, 4, 4),
-    (128, 64, 64, 4, 4), (64, 64, 64, 4, 4), (64, 64, 32, 4, 5), (128, 128, 32, 4, 4),
-    (32, 64, 64, 4, 5), (16, 64, 128, 4, 4), (16, 128, 128, 4, 3), (32, 128, 128, 4, 3),
+    (128, 128, 64, 8, 3), (128, 128, 64, 4, 3), (128, 128, 64, 8, 5), (128, 128, 32, 4, 3), (128, 128, 32, 4, 4),
+    (128, 256, 64, 8, 3), (256, 128, 64, 8, 3), (128, 256, 64, 8, 4), (256, 128, 64, 8, 4), (128, 128, 64, 8, 4),
+    (64, 128, 64, 4, 4), (128, 64, 64, 4, 4), (64, 128, 128, 4, 4), (64, 64, 128, 4, 5), (64, 64, 64, 4, 4),
+    (64, 64, 32, 4, 5), (32, 64, 64, 4, 5), (32, 64, 128, 4, 5), (16, 64, 128, 4, 4), (16, 128, 128, 4, 3),
+    (32, 128, 128, 4, 3),
 )
 
 

@@ -57,11 +57,7 @@ def products_summed(add, a: SSAValue, b: SSAValue, batched: bool, rows: list | N
     *batch, m, k = ta.dims
     n = tb.dims[-1]
     if rows is not None:
-        source = a.owner
-        if isinstance(source, prim.ReshapeOp) and [sym(d) for d in source.x.type.dims] == [sym(d) for d in [*rows, k]]:
-            a = source.x  # the 3-d input the product's view flattened: read it as it is
-        else:
-            a = add(prim.ReshapeOp(a, [*rows, k]))
+        a = _unflattened(add, a, [*rows, k]) or add(prim.ReshapeOp(a, [*rows, k]))
     a32 = a if ta.dtype == "f32" else add(prim.ConvertElementTypeOp(a, "f32"))
     b32 = b if tb.dtype == "f32" else add(prim.ConvertElementTypeOp(b, "f32"))
     if rows is not None:
@@ -79,6 +75,19 @@ def products_summed(add, a: SSAValue, b: SSAValue, batched: bool, rows: list | N
     total = SUM(add(MUL(wide_a, wide_b)), [len(batch) + 1])
     add(total)
     return total
+
+
+def _unflattened(add, a: SSAValue, dims: list) -> SSAValue | None:
+    """`a` ([m, k]) computed from the 3-d value the product's view flattened, where it
+    is that view, maybe converted (autocast's cast of a linear layer's input): read as
+    it is, so that the operand keeps the shape its producer's kernel has."""
+    op = a.owner
+    if isinstance(op, prim.ReshapeOp) and [sym(d) for d in op.x.type.dims] == [sym(d) for d in dims]:
+        return op.x
+    if isinstance(op, prim.ConvertElementTypeOp):
+        inner = _unflattened(add, op.x, dims)
+        return None if inner is None else add(prim.ConvertElementTypeOp(inner, a.type.dtype))
+    return None
 
 
 def split_rows(op: Operation) -> tuple[list, list[prim.ReshapeOp]] | None:
