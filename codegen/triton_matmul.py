@@ -447,7 +447,9 @@ class MatmulTemplate:
         for i, (p, q) in enumerate(self.operands):
             pa, pb = self._operand(p, "a"), self._operand(q, "b")
             prec = self.dots[i].attributes[DOT_ATTR].data
-            body.append(f"acc{i} = tl.dot({pa}, {pb}, acc{i}, input_precision={prec!r}, out_dtype=tl.float32)")
+            # the precision says how f32 inputs are multiplied; 16-bit ones are exact either way
+            precision = f", input_precision={prec!r}" if self._dot_dtype(i) == "f32" else ""
+            body.append(f"acc{i} = tl.dot({pa}, {pb}, acc{i}{precision}, out_dtype=tl.float32)")
         lines += [f"    {x}" for x in body]
         return lines
 
