@@ -190,9 +190,12 @@ def environment(device: str) -> dict:
         except Exception:
             return None
 
+    # $STRATA_COMMIT names the commit of a copy that is no checkout (an exported tree
+    # inside another repository's work tree would report that repository's HEAD)
+    commit = os.environ.get("STRATA_COMMIT")
     try:
-        commit = subprocess.run(["git", "rev-parse", "--short", "HEAD"], capture_output=True, text=True,
-                                cwd=os.path.dirname(os.path.abspath(__file__))).stdout.strip() or None
+        commit = commit or subprocess.run(["git", "rev-parse", "--short", "HEAD"], capture_output=True, text=True,
+                                          cwd=os.path.dirname(os.path.abspath(__file__))).stdout.strip() or None
     except OSError:
         commit = None
     return {
