@@ -289,3 +289,25 @@ def test_torch_aot_compile_saves_a_strata_package(tmp_path):
     out = subprocess.run([sys.executable, "-c", _LOAD_SAVED_FUNCTION, str(tmp_path / "f.bin")], capture_output=True,
                          text=True, cwd=ROOT.parent, timeout=300)
     assert out.returncode == 0 and out.stdout.strip().endswith("ok"), out.stderr[-3000:]
+
+
+def test_max_autotune_packages_keep_products_as_library_calls_and_say_so(tmp_path):
+    """A package's launchers hold no matmul template (its library tile calls torch): the
+    products stay library calls, with a warning where templates would have been made,
+    and a package compiled under max-autotune runs right."""
+    import warnings
+
+    from strata.frontend.options import resolve
+    from strata.frontend.packaging.aot_package import _without_matmul_templates
+
+    tuned = resolve("max-autotune")
+    with pytest.warns(UserWarning, match="matmul templates are not packaged"):
+        kept = _without_matmul_templates(tuned, for_triton=True)
+    assert "matmul-to-dot" in tuned["pipeline"] and "matmul-to-dot" not in kept["pipeline"]
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", UserWarning)  # on the CPU the pass makes nothing: nothing to say
+        assert "matmul-to-dot" not in _without_matmul_templates(tuned, for_triton=False)["pipeline"]
+    model = MLP().eval()
+    x = torch.randn(3, 16)
+    path = strata.aot.compile_and_package(export(model, (x,)), tmp_path / "mlp.strata", {"max_autotune": True})
+    torch.testing.assert_close(strata.aot.load_package(path)(x), model(x))

@@ -244,26 +244,7 @@ def test_row_products_reach_matvec_to_reduction():
 
 @given(program=ROW_PRODUCTS)
 def test_matvec_to_reduction_keeps_values_of_row_products(program):
-    from strata.dialects.context import strata_context
-    from strata.passes.matvec_to_reduction import MatvecToReductionPass
-
-    assume(known_bug(program) is None)
-    remember(program, f"-p '{ON_CUDA}'")
-    after = program.module.clone()
-    MatvecToReductionPass(device="cuda").apply(strata_context(), after)
-    after.verify()
-    problem = check_values(program.module, after, program.spec)
-    assert problem is None, report(program, f"-p '{ON_CUDA}'", f"matvec-to-reduction changed the program's values: {problem}")
-
-
-@pytest.mark.parametrize(
-    "name", [pytest.param(n, marks=pytest.mark.xfail(strict=True, reason=b.summary)) for n, b in KNOWN_BUGS.items()]
-)
-def test_known_bug(name):
-    """Fails while the bug is there; when it passes, remove the entry from KNOWN_BUGS."""
-    bug = KNOWN_BUGS[name]
-    problem = bug.check()
-    assert problem is None, f"{bug.where}: {bug.summary}\n{problem}"
+    assert_pass_keeps_values(program, ON_CUDA)
 
 
 # Matrix products, rewritten as max-autotune rewrites them for Triton, then run through
@@ -291,3 +272,13 @@ def test_matmul_template_matches_kernel_interpreter(program):
     run_pipeline(module, *_names_and_options(passes))
     problem = check_codegen(module, "triton", program.spec)
     assert problem is None, report(program, f"-p '{','.join(passes)}' --check-codegen triton", problem)
+
+
+@pytest.mark.parametrize(
+    "name", [pytest.param(n, marks=pytest.mark.xfail(strict=True, reason=b.summary)) for n, b in KNOWN_BUGS.items()]
+)
+def test_known_bug(name):
+    """Fails while the bug is there; when it passes, remove the entry from KNOWN_BUGS."""
+    bug = KNOWN_BUGS[name]
+    problem = bug.check()
+    assert problem is None, f"{bug.where}: {bug.summary}\n{problem}"

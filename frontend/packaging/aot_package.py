@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import os
 import time
+import warnings
 from pathlib import Path
 from typing import Any
 
@@ -55,6 +56,19 @@ def package_bytes(exported_program: Any, options: dict[str, Any] | None = None) 
     return package_format.serialize(*package_parts(exported_program, options))
 
 
+def _without_matmul_templates(resolved: dict[str, Any], for_triton: bool) -> dict[str, Any]:
+    """The options with max-autotune's matmul-to-dot taken out: a package's launchers
+    are checked against a grammar of sizes, tiles and launches (runtime/package_triton.py)
+    that a template's library tile (a torch.matmul call) is not in, so a package keeps
+    its products as library calls; said where the pass would have made templates."""
+    if pipeline_spec.MATMUL_PASS not in [s.name for s in pipeline_spec.parse(resolved["pipeline"])]:
+        return resolved
+    if for_triton:
+        warnings.warn("strata: a package keeps matrix products as library calls (cuBLAS, oneDNN); max-autotune's "
+                      "Triton matmul templates are not packaged; its other kernels are tuned as usual", stacklevel=3)
+    return {**resolved, "pipeline": pipeline_spec.without(resolved["pipeline"], pipeline_spec.MATMUL_PASS)}
+
+
 def package_parts(exported_program: Any, options: dict[str, Any] | None) -> tuple[dict, dict, dict[str, bytes]]:
     """(manifest, program, files) of the package of `exported_program`."""
     from torch.export import ExportedProgram
@@ -83,6 +97,7 @@ def package_parts(exported_program: Any, options: dict[str, Any] | None) -> tupl
     placeholders = [n.meta.get("val") for n in gm.graph.nodes if n.op == "placeholder"]
     device = device_of(placeholders, gm)
     codegen = resolved["codegen"] or ("triton" if device.type == "cuda" else "llvm")
+    resolved = _without_matmul_templates(resolved, device.type == "cuda" or codegen == "triton")
     module = imported.module
     steps = pipeline_spec.steps(resolved["pipeline"])
     with recording_declines() as declines:
