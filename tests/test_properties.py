@@ -200,9 +200,14 @@ def test_codegen_matches_kernel_interpreter(codegen, data):
 SQUARES = sst.prim_programs(favour=("prim.pow",), constants=(2.0,))
 
 
+def assert_reaches(pipeline: str, programs, share: float = 0.2) -> None:
+    """The aimed programs still hold the pass's pattern, in at least `share` of 100."""
+    found = reach(pipeline, programs, examples=100)
+    assert found.fraction() >= share, f"the aimed programs no longer reach the pattern: {found}"
+
+
 def test_squares_reach_pow_to_mul():
-    found = reach("pow-to-mul", SQUARES, examples=100)
-    assert found.fraction() >= 0.2, f"the aimed programs no longer reach the pattern: {found}"
+    assert_reaches("pow-to-mul", SQUARES)
 
 
 def assert_pass_keeps_values(program: Program, name: str) -> None:
@@ -223,8 +228,7 @@ SIGN_CHAINS = sst.prim_programs(favour=("prim.neg", "prim.abs"), steps=("unary",
 
 
 def test_sign_chains_reach_fold_sign_ops():
-    found = reach("fold-sign-ops", SIGN_CHAINS, examples=100)
-    assert found.fraction() >= 0.2, f"the aimed programs no longer reach the pattern: {found}"
+    assert_reaches("fold-sign-ops", SIGN_CHAINS)
 
 
 @given(program=SIGN_CHAINS)
@@ -238,8 +242,7 @@ ON_CUDA = 'matvec-to-reduction{device="cuda"}'
 
 
 def test_row_products_reach_matvec_to_reduction():
-    found = reach(ON_CUDA, ROW_PRODUCTS, examples=100)
-    assert found.fraction() >= 0.2, f"the aimed programs no longer reach the pattern: {found}"
+    assert_reaches(ON_CUDA, ROW_PRODUCTS)
 
 
 @given(program=ROW_PRODUCTS)
@@ -254,8 +257,7 @@ FOR_TRITON = 'matmul-to-dot{target="triton"}'
 
 
 def test_products_reach_matmul_to_dot():
-    found = reach(FOR_TRITON, PRODUCTS, examples=100)
-    assert found.fraction() >= 0.2, f"the aimed programs no longer reach the pattern: {found}"
+    assert_reaches(FOR_TRITON, PRODUCTS)
 
 
 @given(program=PRODUCTS)
