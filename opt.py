@@ -58,8 +58,12 @@ class LocatingParser(Parser):
         self._line_starts = [0] + [m.end() for m in re.finditer("\n", text)]
 
     def parse_operation(self) -> Operation:
-        start = self._current_token.span.start
-        op = super().parse_operation()
+        token = self._current_token
+        start = token.span.start
+        try:
+            op = super().parse_operation()
+        except VerifyException as e:  # a property of the wrong kind, caught while parsing
+            raise ParseError(token.span, f"the op here does not verify: {e}") from None
         if not isinstance(op.location, FileLineColLoc):
             line = bisect.bisect_right(self._line_starts, start)
             col = start - self._line_starts[line - 1] + 1
