@@ -34,9 +34,11 @@ reduction, which computes it correctly, only without the tiled product.
 
 from __future__ import annotations
 
-import sympy
+import functools
 from dataclasses import dataclass
 from typing import NamedTuple
+
+import sympy
 
 from xdsl.dialects import arith
 from xdsl.ir import Operation, SSAValue
@@ -91,6 +93,8 @@ def _clamp(block: int, size: int, least: int = 16) -> int:
     return fit
 
 
+# asked at every launch of a template of symbolic sizes: pure, so each answer is kept
+@functools.lru_cache(maxsize=4096)
 def heuristic_tile(m: int, n: int, k: int, wide: bool) -> MatmulTile:
     """A tile without timing: square and large for large products, short in m for few
     rows (a decode step's batch), so that the grid still fills the GPU."""

@@ -50,7 +50,7 @@ def precision(dtype: str) -> str:
     return "tf32" if dtype == "f32" and torch.backends.cuda.matmul.allow_tf32 else "ieee"
 
 
-def products_summed(add, a: SSAValue, b: SSAValue, batched: bool, rows: list | None = None) -> Operation:
+def products_summed(add, a: SSAValue, b: SSAValue, rows: list | None = None) -> Operation:
     """The prim.sum over k of a[.., m, k] · b[.., k, n] in f32, of shape [.., m, n];
     with `rows` (a 2-d product only), m split into those dims: [*rows, n]."""
     ta, tb = a.type, b.type
@@ -122,7 +122,7 @@ class ProductToDot(RewritePattern):
         add = inserter(rewriter, op)
         split = split_rows(op)
         rows, readers = split if split is not None else (None, [])
-        total = products_summed(add, a, b, isinstance(op, prim.BmmOp), rows)
+        total = products_summed(add, a, b, rows)
         total.attributes[DOT_ATTR] = StringAttr(precision(a.type.dtype))
         result = total.results[0]
         dims = list(result.type.dims)

@@ -52,7 +52,7 @@ def _row_product(rewriter: PatternRewriter, op: Operation, a: SSAValue, b: SSAVa
     """sum_k a[0, k] · b[k, n] in f32, as [1, n] (not yet rounded): summed over the
     middle dim of [1, k, n], so that the sum has the product's own shape and what reads
     it (a bias, an activation) fuses into its kernel, with no reshape between."""
-    return products_summed(inserter(rewriter, op), a, b, batched=False).results[0]
+    return products_summed(inserter(rewriter, op), a, b).results[0]
 
 
 @dataclass
