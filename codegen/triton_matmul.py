@@ -35,6 +35,7 @@ reduction, which computes it correctly, only without the tiled product.
 from __future__ import annotations
 
 import functools
+import warnings
 from dataclasses import dataclass
 from typing import NamedTuple
 
@@ -612,13 +613,18 @@ class NotTemplate(Exception):
 
 
 def matmul_template(func: kernel.FuncOp, device: str) -> MatmulTemplate | None:
-    """The template for `func`, or None where it is no marked matrix product (or one
-    this template cannot run: then the generic reduction computes it)."""
+    """The template for `func`, or None where it is no marked matrix product, or one
+    this template cannot run: then the generic reduction computes it, the same sum but
+    far slower than a tiled product, which a warning says (naming the kernel, its
+    source ops and why)."""
     if not any(isinstance(op, kernel.ReduceOp) and DOT_ATTR in op.attributes for op in func.block.ops):
         return None
     try:
         return MatmulTemplate(func, device)
-    except NotTemplate:
+    except NotTemplate as e:
+        warnings.warn(f"strata: kernel {func.sym_name.data} ({', '.join(func.source_ops)}) holds a matrix product that "
+                      f"the matmul template cannot run ({e}); it runs as a generic reduction, much slower than a "
+                      "tiled product", stacklevel=2)
         return None
 
 

@@ -296,3 +296,27 @@ def test_training_runs_its_products_as_templates_and_matches_eager(tmp_path, mon
     for g, w in zip(got, want):
         torch.testing.assert_close(g, w)
     assert len(_templates(tmp_path)) >= 4  # two forward products, and the backward's
+
+
+def test_a_marked_product_the_template_cannot_run_is_computed_and_said(tmp_path, monkeypatch):
+    """A marked sum that is no product of two sides (written here by hand) runs as the
+    generic reduction, correct but slow, and a warning names the kernel and the reason."""
+    monkeypatch.setenv("STRATA_CACHE_DIR", str(tmp_path))
+    module = parse_module("""
+builtin.module {
+kernel.func @k0 attributes {pointwise = [4 : i64, 3 : i64], reduction = [5 : i64], num_inputs = 2 : i64, symbols = [], sources = ["aten.test.default"]} {
+^bb0(%a: !kernel.buffer<f32>, %b: !kernel.buffer<f32>, %out: !kernel.buffer<f32>):
+  %x = kernel.load %a["5*x0 + r0"] : !kernel.buffer<f32> -> f32
+  %y = kernel.load %b["3*r0 + x1"] : !kernel.buffer<f32> -> f32
+  %s = prim.add %x, %y : (f32, f32) -> f32
+  %t = kernel.reduce "sum" %s {strata.dot = "ieee"} : f32 -> f32
+  kernel.store %t, %out["3*x0 + x1"] : f32, !kernel.buffer<f32>
+}
+}""")
+    (func,) = list(module.ops)
+    with pytest.warns(UserWarning, match=r"kernel k0 \(aten.test.default\) holds a matrix product .* something other than a product"):
+        compiled = compile_kernel(func, "cpu")
+    a, b = torch.randn(4, 5), torch.randn(5, 3)
+    out = torch.empty(4, 3)
+    compiled([a, b, out], [])
+    torch.testing.assert_close(out, (a[:, :, None] + b[None]).sum(1))
