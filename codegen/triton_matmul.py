@@ -230,8 +230,9 @@ class MatmulTemplate:
         sides: dict[Operation, set[str]] = {}
         for p, q in operands:
             for side, v in zip(SIDES, (p, q)):
-                self._mark(v, side, sides)
+                self._mark(self._peeled(v), side, sides)  # a widening tl.dot does not need is not computed
         products = {op.value.owner for op in self.dots}
+        products |= {v.owner for pair in operands for v in pair if self._peeled(v) is not v}
         for op in self.body:
             rows = op.results and any(n.startswith("r") for n in self.vars[op.results[0]])
             if isinstance(op, kernel.StoreOp) and any(n.startswith("r") for n in self._names(op)):
@@ -554,23 +555,22 @@ class MatmulTemplate:
             "M, N, K, NBATCH = sizes",
             "return candidate_tiles(M, N, K, WIDE, LIBRARY)",
         ])
-        tile_body = [*unpack, *sizes, "if M == 0 or N == 0 or NBATCH == 0:", "    return"]
-        if library:
-            tile_body += ["if tile.library:", "    _library(buffers, symbols, M, N, K, NBATCH)", "    return"]
+        guard = ["if M == 0 or N == 0 or NBATCH == 0:", "    return"]
+        dispatch = ["if tile.library:", "    _library(buffers, symbols, M, N, K, NBATCH)", "    return"] if library else []
         grid = "grid = (-(-M // tile.block_m) * -(-N // tile.block_n), NBATCH)"
         keywords = (f"BLOCK_M=tile.block_m, BLOCK_N=tile.block_n, BLOCK_K=tile.block_k, GROUP_M=tile.group_m, "
                     f"EVEN_K=K % tile.block_k == 0, {options}, num_warps=tile.num_warps, num_stages=tile.num_stages")
-        tile_body += [grid, f"{self.name}[grid]({args}, {keywords})"]
+        dispatch += [grid, f"{self.name}[grid]({args}, {keywords})"]
+        tile_body = [*unpack, *sizes, *guard, *dispatch]
         # compiles a tile's kernel without launching it: the tuner compiles its
         # candidates side by side (codegen/triton_precompile.py)
         prepare_body = [*unpack, *sizes, "if tile.library or M == 0 or N == 0 or NBATCH == 0:", "    return", grid,
                         f"prepare_launch({self.name}, grid, ({args},), dict({keywords}))"]
         out = [numels, candidates, function_source("launch_tile", ["tile", "buffers", "symbols"], tile_body),
                function_source("prepare_tile", ["tile", "buffers", "symbols"], prepare_body)]
-        out.append(function_source("launch", ["buffers", "symbols"], [
-            "M, N, K, NBATCH = numels(symbols)",
-            "launch_tile(heuristic_tile(M, N, K, WIDE), buffers, symbols)",
-        ]))
+        # the heuristic tile, the sizes computed once
+        launch_body = [*unpack, *sizes, *guard, "tile = heuristic_tile(M, N, K, WIDE)", *dispatch]
+        out.append(function_source("launch", ["buffers", "symbols"], launch_body))
         if library:
             out.append(self._library_launcher(unpack, options))
         return out

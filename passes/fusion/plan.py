@@ -35,7 +35,7 @@ from strata.dialects.attributes import DOT_ATTR, NO_EPILOGUE_ATTR
 from strata.dialects.prim_indexing import CheckIndexOp, GatherOp
 from strata.dialects.prim_random import PHILOX_OPS
 from strata.dialects.prim_data_dependent import binds_symbols
-from strata.dialects.types import Dim, TensorType, sym
+from strata.dialects.types import DTYPES, Dim, TensorType, sym
 from strata.passes.fusion.decisions import (
     debug_enabled,
     describe_value,
@@ -228,7 +228,6 @@ def choose_realized(ops: list[Operation], outputs: list[SSAValue]) -> set[SSAVal
             realized.update(op.results)
             if why is not None:
                 why.update((r, "a matrix product's result, with epilogue_fusion off") for r in op.results)
-    for op in ops:
         if DOT_ATTR in op.attributes:
             for operand in _unfused_product_operands(op):
                 _realize_root(operand, realized, why, "an operand of a matrix product, computed by another kernel")
@@ -278,8 +277,6 @@ def _plain(v: SSAValue, width: int) -> bool:
 
 
 def _itemsize(v: SSAValue) -> int:
-    from strata.dialects.types import DTYPES
-
     return DTYPES[v.type.dtype].itemsize
 
 
@@ -343,7 +340,6 @@ def build_plan(ops: list[Operation], outputs: list[SSAValue]) -> Plan:
     ready: dict[SSAValue, int] = {}  # realized value -> schedule position producing it
     for op in ops:
         if is_extern(op):
-            deps = [view_root(v) for v in op.operands]
             plan.schedule.append(op)
             for r in op.results:
                 ready[r] = len(plan.schedule) - 1
