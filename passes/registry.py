@@ -97,12 +97,11 @@ PASSES: dict[str, Callable[[], type[ModulePass]]] = {
 # The pipeline a torch.compile call runs, by pass name.
 # recognize-attention reads the aten ops AOTAutograd traced, so it runs before decompose
 # (the option attention_patterns=False takes it out).
-# fold-grouped-attention is not in it: cuDNN's attention runs one block per (batch,
-# head) over all keys, so folding a decode step's query heads into their kv heads
-# leaves too few blocks (slower on an H200, docs/performance.md); opt in with
-# extra_passes until a split-K decode attention runs the folded form.
-DEFAULT_PIPELINE = ("infer-shapes", "recognize-attention", "decompose", "simplify", "matvec-to-reduction", "infer-shapes", "fuse",
-                    "coalesce-dims", "schedule-collectives")
+# fold-grouped-attention reads K and V once per kv head in a decode step; on a GPU the
+# folded rows run as split-key decode attention (runtime/decode_attention.py), since
+# cuDNN's attention, one block per (batch, head), had too few blocks for them.
+DEFAULT_PIPELINE = ("infer-shapes", "recognize-attention", "decompose", "simplify", "matvec-to-reduction",
+                    "fold-grouped-attention", "infer-shapes", "fuse", "coalesce-dims", "schedule-collectives")
 
 
 # strata's dialects by name; each loads on first use (see dialects/context.py).

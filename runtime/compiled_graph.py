@@ -48,6 +48,7 @@ from strata.runtime.allocation import contiguous_strides, fast_empty_strided, re
 from strata.runtime.cpu_linear import onednn_product
 from strata.runtime.layouts import launch_strides, result_format, result_strides
 from strata.runtime.graph_runner import InlineStep, generate_runner
+from strata.runtime.decode_attention_choice import decode_attention_takes
 from strata.runtime.in_place import in_place_scatters, scatter_into_step
 from strata.runtime import shared_workspace
 from strata.runtime.memory_plan import MemoryPlan, plan_memory
@@ -391,7 +392,7 @@ class CompiledGraph:
         made = op.results[0]
         # A convolution only returned keeps the layout torch gives it, which is eager's.
         as_made = _only_viewed_by_library_calls(made) or (isinstance(op, prim.ConvolutionOp) and _layout_free(made))
-        fast = _static_library_call(op, result_format(op), as_made)
+        fast = _static_library_call(op, result_format(op), as_made, self.device)
         if fast is not None:
             if len(operands) == 1:
                 (x,) = operands
@@ -799,7 +800,7 @@ def _views_read_by_library_calls(view: SSAValue) -> bool:
 
 
 def _static_library_call(
-    op: PrimOp, memory_format: torch.memory_format, views_only: bool = False
+    op: PrimOp, memory_format: torch.memory_format, views_only: bool = False, device: torch.device | None = None
 ) -> Callable[..., torch.Tensor] | None:
     """A torch call with every argument worked out now, for ops whose result does not
     depend on shape symbols (None otherwise: the op's reference runs). `views_only`:
@@ -844,7 +845,16 @@ def _static_library_call(
         # torch's fused kernels write (batch, sequence, heads, dim) in memory: the
         # transpose back to the model's layout, and the reshape to the projection's
         # rows, are then views; made contiguous first, they were two copies a layer.
-        return attention_as_made if views_only else attention
+        torch_call = attention_as_made if views_only else attention
+        if device is not None and decode_attention_takes(op, device):
+            from strata.runtime import decode_attention
+
+            def split_keys(q, k, v, mask=None):
+                out = decode_attention.decode_attention(q, k, v, mask, scale)
+                return out if out is not None else torch_call(q, k, v, mask)
+
+            return split_keys
+        return torch_call
     if isinstance(op, prim.CatOp) and memory_format == torch.contiguous_format:
         dim = op.dim.value.data
 

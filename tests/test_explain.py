@@ -80,7 +80,7 @@ def test_report_counts_ops_per_level_and_times_each_pass(explained):
     assert first.ops["prim"]["prim"] > first.ops["aten"]["aten"] and "aten" not in first.ops["prim"]
     assert first.ops["kernel"]["kernel"] > 0
     names = [name for name, _ in first.pass_times]
-    assert names == ["infer-shapes", "recognize-attention", "decompose", "simplify", "matvec-to-reduction", "infer-shapes", "fuse",
+    assert names == ["infer-shapes", "recognize-attention", "decompose", "simplify", "matvec-to-reduction", "fold-grouped-attention", "infer-shapes", "fuse",
                      "coalesce-dims",
                      "schedule-collectives"]
     assert all(s > 0 for _, s in first.pass_times) and first.codegen_s > 0

@@ -20,7 +20,7 @@ def _square_plus_one(x):
 
 def test_passes_go_where_they_are_asked_and_the_rest_stays():
     resolved = resolve(None, {"extra_passes": {"after:simplify": "pow-to-mul", "before:fuse": "simplify"}})
-    assert resolved["pipeline"] == "infer-shapes,recognize-attention,decompose,simplify,pow-to-mul,matvec-to-reduction,infer-shapes,simplify,fuse,coalesce-dims,schedule-collectives"
+    assert resolved["pipeline"] == "infer-shapes,recognize-attention,decompose,simplify,pow-to-mul,matvec-to-reduction,fold-grouped-attention,infer-shapes,simplify,fuse,coalesce-dims,schedule-collectives"
     assert resolved["extra_passes"] == {}  # folded into the pipeline: resolving again adds nothing
     assert resolve(None, resolved)["pipeline"] == resolved["pipeline"]
     assert list_options()["pipeline"] == DEFAULT
@@ -30,7 +30,7 @@ def test_passes_go_where_they_are_asked_and_the_rest_stays():
 def test_inserted_passes_keep_their_options():
     resolved = resolve(None, {"extra_passes": {"after:decompose": "decompose{fallback_random=true},pow-to-mul"}})
     names = [n for n, _ in pipeline_spec.steps(resolved["pipeline"])]
-    assert names == ["infer-shapes", "recognize-attention", "decompose", "decompose", "pow-to-mul", "simplify", "matvec-to-reduction", "infer-shapes",
+    assert names == ["infer-shapes", "recognize-attention", "decompose", "decompose", "pow-to-mul", "simplify", "matvec-to-reduction", "fold-grouped-attention", "infer-shapes",
                      "fuse", "coalesce-dims", "schedule-collectives"]
     assert pipeline_spec.steps(resolved["pipeline"])[3] == ("decompose", {"fallback_random": True})
 
