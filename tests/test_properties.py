@@ -250,6 +250,17 @@ def test_matvec_to_reduction_keeps_values_of_row_products(program):
     assert_pass_keeps_values(program, ON_CUDA)
 
 
+@given(program=ROW_PRODUCTS)
+def test_row_products_keep_values_through_fusion(program):
+    """Their sums fused, a computed vector realized apart (passes/fusion/plan.py's
+    _recomputed_product_sides), run by the kernel dialect's interpreter."""
+    assume(known_bug(program) is None)
+    passes = [ON_CUDA, *KERNEL_PIPELINE]
+    remember(program, f"-p '{','.join(passes)}'")
+    problem = check_pipeline(program, passes)
+    assert problem is None, report(program, f"-p '{','.join(passes)}'", f"the fused row products changed values: {problem}")
+
+
 # Matrix products, rewritten as max-autotune rewrites them for Triton, then run through
 # the matmul template (codegen/triton_matmul.py) in Triton's interpreter.
 PRODUCTS = sst.prim_programs(favour=("prim.mm", "prim.addmm", "prim.bmm"))

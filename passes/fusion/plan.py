@@ -231,6 +231,9 @@ def choose_realized(ops: list[Operation], outputs: list[SSAValue]) -> set[SSAVal
         if DOT_ATTR in op.attributes:
             for operand in _unfused_product_operands(op):
                 _realize_root(operand, realized, why, "an operand of a matrix product, computed by another kernel")
+        elif is_reduction(op):
+            for operand in _recomputed_product_sides(op):
+                _realize_root(operand, realized, why, "a side of a sum of products, computed once rather than once per output")
     for v in outputs:
         _realize_root(v, realized, why, "a result of the graph")
     if why is not None:
@@ -262,6 +265,44 @@ def _unfused_product_operands(total: Operation) -> list[SSAValue]:
         if isinstance(widened, prim.ConvertElementTypeOp) and _itemsize(widened.x) < _itemsize(side):
             side = widened.x  # the template's own widening of a 16-bit operand
         if not _plain(side, _itemsize(side)):
+            out.append(side)
+    return out
+
+
+# A computed side broadcast along at least this many outputs of the sum is realized.
+RECOMPUTE_LIMIT = 16
+
+
+def _recomputed_product_sides(total: Operation) -> list[SSAValue]:
+    """The sides of a sum of products (a one-row product, as matvec-to-reduction writes
+    it) that its kernel would compute once for each output they are broadcast along:
+    the vector of a decode step's linear layer, read for each of the n outputs. Where
+    such a side is more than views and conversions (SwiGLU's silu(a) · b, a norm's
+    scaling), computing it n times costs more than one small kernel that writes it
+    once; so it is realized, where it is broadcast along RECOMPUTE_LIMIT outputs or
+    more."""
+    product = total.operands[0].owner if total.operands else None
+    if not isinstance(product, prim.ElementwiseOp) or product.name != "prim.mul" or not hasattr(total, "dims"):
+        return []
+    reduced = set(prim.ints_of(total.dims))
+    out = []
+    for side in product.operands:
+        repeats = 1
+        while isinstance(side.owner, prim.BroadcastInDimOp):
+            wide = side.owner
+            kept = list(prim.ints_of(wide.broadcast_dimensions))
+            src = wide.x.type.dims
+            for d, size in enumerate(wide.results[0].type.dims):
+                if d in reduced:
+                    continue
+                new = d not in kept or sym(src[kept.index(d)]) == 1
+                if new and isinstance(size, int):
+                    repeats *= size
+            side = wide.x
+        widened = side.owner
+        if isinstance(widened, prim.ConvertElementTypeOp) and _itemsize(widened.x) < _itemsize(side):
+            side = widened.x
+        if repeats >= RECOMPUTE_LIMIT and not _plain(side, _itemsize(side)):
             out.append(side)
     return out
 
