@@ -514,11 +514,22 @@ class MatmulTemplate:
                 value = f"tl.broadcast_to({self.names[op.value]}, [BLOCK_M, BLOCK_N])"
                 lines.append(f"tl.store({self.buffers[op.buffer]} + ({self._index(op, env)} + {full}), {value}, mask=emask)")
             elif isinstance(op, kernel.LoadOp):
-                lines.append(f"{self.names[op.results[0]]} = tl.load({self.buffers[op.buffer]} + ({self._index(op, env)} + {full}), "
-                             "mask=emask)")
+                lines.append(f"{self.names[op.results[0]]} = {self._epilogue_load(op, env, full)}")
             else:
                 lines.append(f"{self.names[op.results[0]]} = {self._expr(op, None, '[BLOCK_M, BLOCK_N]')}")
         return lines
+
+    def _epilogue_load(self, op: kernel.LoadOp, env: dict[str, str], full: str) -> str:
+        """A load of the epilogue in the shape its index has: a bias along n as one
+        [1, BLOCK_N] row, a value along m as one [BLOCK_M, 1] column (read once, not once
+        per element of the tile, and broadcast by what uses it); else the whole tile."""
+        names = self._names(op)
+        pointer = f"{self.buffers[op.buffer]} + ({self._index(op, env)}"
+        if names and names <= self.n_vars:
+            return f"tl.load({pointer}), mask=en < N)"
+        if names and names <= self.m_vars:
+            return f"tl.load({pointer}), mask=em < M)"
+        return f"tl.load({pointer} + {full}), mask=emask)"
 
     def _index(self, op: kernel.IndexedOp, env: dict[str, str]) -> str:
         expr = self.index[op]
