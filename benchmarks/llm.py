@@ -110,11 +110,14 @@ class Decoder:
         logits = self.prefill(prompt, torch.arange(t, device=self.device))
         token = logits[:, -1].argmax(-1, keepdim=True)
         out = [int(token)]
+        # as gpt-fast's loop: the position advances on the device, so no step waits for
+        # the host (a fresh `torch.tensor(..., device=)` each step synchronized it)
+        pos = torch.tensor([t], device=self.device)
         sync(self.device)
         t0 = time.perf_counter()
-        for i in range(n - 1):
-            pos = torch.tensor([t + i], device=self.device)
+        for _ in range(n - 1):
             step_logits = self.step(token.clone(), pos)
+            pos += 1
             token = step_logits[:, -1].argmax(-1, keepdim=True)
             if margins is not None:
                 top = step_logits[0, -1].float().topk(2).values

@@ -40,10 +40,13 @@ _DTYPES = (torch.float16, torch.bfloat16, torch.float32)
 
 
 @functools.cache
-def _kernels(interpret: bool) -> tuple:
+def _kernels(interpret: bool, dtype: torch.dtype | None = None) -> tuple:
     """(partial, combine): decode_attention_kernels.py loaded as its own module, with
     Triton's interpreter on or off while its decorators run; on the GPU each kernel
-    behind a DirectLauncher (codegen/triton_launch.py: little Python per launch)."""
+    behind a DirectLauncher (codegen/triton_launch.py: little Python per launch), one
+    pair per dtype of q: a launcher keeps compiled kernels by the arguments' alignment
+    and options, not their dtypes (a generated kernel's never change), so a bf16
+    combine kernel would write into an f32 output."""
     path = os.path.join(os.path.dirname(__file__), "decode_attention_kernels.py")
     name = f"strata.runtime.decode_attention_kernels_{'interpreted' if interpret else 'compiled'}"
     old = os.environ.get("TRITON_INTERPRET")
@@ -121,7 +124,7 @@ def decode_attention(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, mask: to
     else:
         full = mask.expand(b, h, m, s) if mask.dim() == 4 else mask.reshape((1,) * (4 - mask.dim()) + tuple(mask.shape)).expand(b, h, m, s)
         kind, mask_arg, ms = (1 if mask.dtype == torch.bool else 2), full, full.stride()
-    partial, combine = _kernels(interpret)
+    partial, combine = _kernels(interpret, None if interpret else q.dtype)
     dot_f32 = q.dtype == torch.float32 or interpret  # the interpreter's numpy has no bf16
     partial[(b * h, splits)](
         q, k, v, mask_arg, part_o, part_ml, *q.stride(), *k.stride(), *v.stride(), *ms,

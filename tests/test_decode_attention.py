@@ -130,3 +130,13 @@ def test_the_graph_step_calls_it_and_falls_back_for_tensors_it_does_not_take(mon
     wide = torch.randn(1, 4, 80, 64)  # more rows than it takes: torch's SDPA answers
     torch.testing.assert_close(call(wide, k, v), _eager(wide, k, v, None), **TOLERANCE[torch.float32])
     assert compiled_graph._static_library_call(_sdpa_op(4), torch.contiguous_format, False, torch.device("cpu")) is not None
+
+
+def test_each_dtype_has_its_own_gpu_launchers():
+    """A launcher keys compiled kernels by alignment and options only: a bf16 call's
+    combine kernel must never take an f32 call's output (which it wrote as bf16)."""
+    from strata.runtime import decode_attention as module
+
+    bf16, f32 = module._kernels(False, torch.bfloat16), module._kernels(False, torch.float32)
+    assert all(a is not b for a, b in zip(bf16, f32))
+    assert module._kernels(False, torch.bfloat16) is bf16
