@@ -14,7 +14,10 @@ call whose tensor sits at that address is that memory, read as it is now. Parame
 and buffers (as AOTAutograd's metadata names them, and any nn.Parameter) are read in
 place always. Other inputs are copied into static buffers of the recording at each
 replay. A call whose in-place inputs moved does not match the recording: a new one is
-made for it, which copies those.
+made for it, which copies those, and from then on the runner copies an input it has
+seen move (a decode loop's position, a fresh tensor each generation but the same one
+within it): the recordings that read it in place are dropped, rather than recorded
+again for each address until MAX_RECORDINGS runs out and the calls run plainly.
 
 Outputs live in the recording's pool, and as in torch.compile's reduce-overhead they
 are overwritten by a later replay of the same recording. Before replaying, the runner
@@ -78,6 +81,7 @@ class CudaGraphRunner:
         self.static = set(static)
         self.recordings: dict[tuple, list[Recording]] = {}
         self.addresses: dict[tuple, list[int | None]] = {}  # each signature's last call's tensor addresses
+        self.moved: dict[tuple, set[int]] = {}  # each signature's inputs seen at two addresses: copied
         self.broken = False
         self.replays = 0
         self.plain_calls = 0
@@ -105,12 +109,14 @@ class CudaGraphRunner:
             if rec.matches(args) and not rec.outputs_alive():
                 self.replays += 1
                 return rec.replay(args)
+        moved = self._forget_moved(key, recordings, args)
         if len(recordings) >= MAX_RECORDINGS:
             self._say(f"the outputs of all {MAX_RECORDINGS} recordings of its signature are still held")
             return self._plain(args)
         previous, self.addresses[key] = self.addresses[key], _addresses(args)
         in_place = [
-            isinstance(a, torch.Tensor) and (i in self.static or isinstance(a, torch.nn.Parameter) or a.data_ptr() == previous[i])
+            isinstance(a, torch.Tensor) and (
+                self._static(i, a) or (a.data_ptr() == previous[i] and i not in moved))
             for i, a in enumerate(args)
         ]
         try:
@@ -122,6 +128,20 @@ class CudaGraphRunner:
         recordings.append(rec)
         self.replays += 1
         return rec.replay(args)
+
+    def _static(self, i: int, a: torch.Tensor) -> bool:
+        return i in self.static or isinstance(a, torch.nn.Parameter)
+
+    def _forget_moved(self, key: tuple, recordings: list, args: list) -> set[int]:
+        """Adds the inputs (not parameters or buffers) that moved from where a recording
+        reads them to the signature's moved set, and drops the recordings that read a
+        moved input in place: from now on it is copied."""
+        moved = self.moved.setdefault(key, set())
+        for rec in recordings:
+            moved.update(i for i, address in rec.in_place if args[i].data_ptr() != address and not self._static(i, args[i]))
+        if moved:
+            recordings[:] = [rec for rec in recordings if not any(i in moved for i, _ in rec.in_place)]
+        return moved
 
     def _plain(self, args: list) -> list:
         self.plain_calls += 1

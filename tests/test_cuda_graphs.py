@@ -149,6 +149,29 @@ def test_an_input_passed_again_is_read_in_place_until_it_moves():
 
 
 @cuda
+def test_an_input_that_moves_between_loops_is_copied_from_then_on():
+    """A decode loop's position: one tensor advanced in place within a generation, a
+    new one for the next; its results held while the next step runs. Once it has
+    moved, it is copied, and the calls keep replaying (not recorded again for each
+    address until the recordings run out)."""
+    runner = cuda_graphs.CudaGraphRunner(lambda args: [args[0] * 2 + args[1]])
+    x = torch.randn(16, device="cuda")
+    calls = 0
+    for generation in range(5):
+        pos = torch.full((1,), float(generation), device="cuda")
+        y = None
+        for _ in range(6):
+            y = runner([x, pos])[0]
+            torch.testing.assert_close(y, x * 2 + pos)
+            pos += 1
+            calls += 1
+    recordings = next(iter(runner.recordings.values()))
+    assert runner.moved[next(iter(runner.recordings))] == {1}
+    assert all(1 in [i for _, i in rec.copied] for rec in recordings) and len(recordings) == 2
+    assert runner.plain_calls <= 3 and runner.replays == calls - runner.plain_calls
+
+
+@cuda
 @pytest.mark.parametrize("fn, shapes", [
     (pointwise, [(64, 128), (64, 128)]),
     (softmax_rows, [(33, 1000)]),
