@@ -142,10 +142,12 @@ def test_an_input_passed_again_is_read_in_place_until_it_moves():
     assert rec.copied == [] and rec.in_place == [(0, x.data_ptr())]
     x.mul_(3)  # read in place: the replay sees the new values
     torch.testing.assert_close(runner([x])[0], x + 1)
-    y = torch.randn(16, device="cuda")  # elsewhere: a second recording, which copies
+    y = torch.randn(16, device="cuda")  # elsewhere: it moved, so from now on it is copied
     torch.testing.assert_close(runner([y])[0], y + 1)
-    recordings = next(iter(runner.recordings.values()))
-    assert len(recordings) == 2 and recordings[1].copied
+    (rec,) = next(iter(runner.recordings.values()))  # the recording reading x in place is dropped
+    assert rec.copied and rec.in_place == []
+    torch.testing.assert_close(runner([x])[0], x + 1)  # x again: copied, replayed
+    assert len(next(iter(runner.recordings.values()))) == 1
 
 
 @cuda
