@@ -9,8 +9,11 @@ with `dynamic=True`. Each round, each contender prefills the same prompt and dec
 `--tokens` tokens; tokens/s is the median over rounds. The floor is the bytes a step
 must read (weights; one row of the embedding) over the copy bandwidth measured here
 (`dst.copy_(src)` of 1 GiB, read + written bytes per second): the share of it each
-contender reaches is printed. Strata's greedy tokens are compared with eager's (the
-weights are drawn so that logits are far from ties: llm_models.init_weights).
+contender reaches is printed. Strata's greedy tokens are compared with eager's: its own
+sequence (where it first differs, and eager's top-2 gap there), and fed eager's
+tokens step by step, whether its argmax is eager's at every step whose top two logits
+are more than two bf16 spacings apart (bf16 logits over a 32,000-token vocabulary tie
+often enough that a free-running sequence parts at the first tie).
 
 Prefill: tokens/s over a `--prompt`-token prompt, and the logits' error against eager.
 
@@ -128,6 +131,43 @@ class Decoder:
         return [int(x) for x in out], seconds, logits
 
 
+    @torch.no_grad()
+    def forced(self, prompt: torch.Tensor, tokens: list[int]) -> tuple[list[int], list[float], list[float]]:
+        """Teacher forcing: each step fed `tokens` (eager's), not its own pick; each
+        step's argmax, its top-2 gap, and the logits' bf16 spacing at the top."""
+        t = prompt.shape[1]
+        picks, gaps, spacing = [], [], []
+
+        def note(row: torch.Tensor) -> None:
+            top = row.float().topk(2)
+            picks.append(int(top.indices[0]))
+            gaps.append(float(top.values[0] - top.values[1]))
+            spacing.append(float(top.values[0].abs()) * torch.finfo(row.dtype).eps)
+
+        note(self.prefill(prompt, torch.arange(t, device=self.device))[0, -1])
+        pos = torch.tensor([t], device=self.device)
+        for token in tokens[:-1]:
+            note(self.step(torch.tensor([[token]], device=self.device), pos)[0, -1])
+            pos += 1
+        return picks, gaps, spacing
+
+
+def greedy_agreement(decoders: dict, prompt: torch.Tensor, tokens: list[int]) -> dict:
+    """Each contender's argmax against eager's at every step of eager's own sequence
+    (teacher forcing, so that one near tie does not derail the rest), counting only
+    the steps where eager's two best logits are more than two bf16 spacings apart: a
+    closer pair is decided by rounding, not by the compiler."""
+    want, gaps, spacing = decoders["eager"].forced(prompt, tokens)
+    clear = [g > 2 * s for g, s in zip(gaps, spacing)]
+    out = {}
+    for kind, d in decoders.items():
+        picks = want if kind == "eager" else d.forced(prompt, tokens)[0]
+        differ = [i for i, (a, b, c) in enumerate(zip(picks, want, clear)) if c and a != b]
+        out[kind] = {"steps": len(want), "clear_steps": sum(clear), "differ_at_clear_steps": differ,
+                     "differ_at_near_ties": sum(1 for a, b, c in zip(picks, want, clear) if not c and a != b)}
+    return out
+
+
 def decode_part(base: Llama, args, device: str, floor_tps: float, log) -> dict:
     kinds = args.contenders.split(",")
     prompt = torch.randint(0, base.cfg.vocab, (1, args.prompt), generator=torch.Generator().manual_seed(1)).to(device)
@@ -166,6 +206,7 @@ def decode_part(base: Llama, args, device: str, floor_tps: float, log) -> dict:
         result["first_mismatch"] = first
         result["eager_margin_there"] = {k: (margins[i - 1] if i else None) if i is not None else None for k, i in first.items()}
         result["eager_min_margin"] = min(margins) if margins else None
+        result["greedy_agreement"] = greedy_agreement(decoders, prompt, sequences["eager"])
     return result
 
 
@@ -283,6 +324,10 @@ def main(argv: list[str] | None = None) -> int:
             log(f"  greedy tokens match eager: {r.get('tokens_match_eager')}, first mismatch {r.get('first_mismatch')}, "
                 f"eager's top-2 logit gap there {r.get('eager_margin_there')} (smallest gap {r.get('eager_min_margin')}); "
                 f"fallbacks {r['fallbacks']}")
+            for kind, a in r.get("greedy_agreement", {}).items():
+                log(f"  {kind}, fed eager's tokens: argmax differs from eager's at {len(a['differ_at_clear_steps'])} of "
+                    f"{a['clear_steps']} steps with a clear top logit {a['differ_at_clear_steps'][:8]}, and at "
+                    f"{a['differ_at_near_ties']} of {a['steps'] - a['clear_steps']} near ties")
         if "prefill" in parts:
             r = results["prefill"] = prefill_part(base, args, device, log)
             log("prefill tokens/s: " + ratios(r["tokens_per_s"]) + f"; max |err| vs eager {r['max_abs_err_vs_eager']}")
