@@ -311,3 +311,16 @@ def test_max_autotune_packages_keep_products_as_library_calls_and_say_so(tmp_pat
     x = torch.randn(3, 16)
     path = strata.aot.compile_and_package(export(model, (x,)), tmp_path / "mlp.strata", {"max_autotune": True})
     torch.testing.assert_close(strata.aot.load_package(path)(x), model(x))
+
+
+def test_a_gpu_package_keeps_grouped_heads_repeated():
+    """A package's attention is torch's SDPA, with no split-key decode attention: on a
+    GPU its pipeline leaves the grouped heads repeated (cuDNN over folded rows is
+    slower); on the CPU the fold stays."""
+    from strata.frontend.options import resolve
+    from strata.frontend.packaging.aot_package import _without_folded_attention
+
+    default = resolve(None)
+    assert "fold-grouped-attention" in default["pipeline"]
+    assert "fold-grouped-attention" not in _without_folded_attention(default, cuda=True)["pipeline"]
+    assert _without_folded_attention(default, cuda=False) is default

@@ -69,6 +69,17 @@ def _without_matmul_templates(resolved: dict[str, Any], for_triton: bool) -> dic
     return {**resolved, "pipeline": pipeline_spec.without(resolved["pipeline"], pipeline_spec.MATMUL_PASS)}
 
 
+def _without_folded_attention(resolved: dict[str, Any], cuda: bool) -> dict[str, Any]:
+    """On a GPU, the options with fold-grouped-attention taken out: a package runs its
+    attention as torch's SDPA (no compiler in the serving process, so no split-key decode
+    attention, runtime/decode_attention.py), and cuDNN's attention over folded rows is
+    slower than over repeated heads (docs/performance-history.md, 2026-11-26, fourth)."""
+    name = "fold-grouped-attention"
+    if not cuda or name not in [s.name for s in pipeline_spec.parse(resolved["pipeline"])]:
+        return resolved
+    return {**resolved, "pipeline": pipeline_spec.without(resolved["pipeline"], name)}
+
+
 def package_parts(exported_program: Any, options: dict[str, Any] | None) -> tuple[dict, dict, dict[str, bytes]]:
     """(manifest, program, files) of the package of `exported_program`."""
     from torch.export import ExportedProgram
@@ -98,6 +109,7 @@ def package_parts(exported_program: Any, options: dict[str, Any] | None) -> tupl
     device = device_of(placeholders, gm)
     codegen = resolved["codegen"] or ("triton" if device.type == "cuda" else "llvm")
     resolved = _without_matmul_templates(resolved, device.type == "cuda" or codegen == "triton")
+    resolved = _without_folded_attention(resolved, device.type == "cuda")
     module = imported.module
     steps = pipeline_spec.steps(resolved["pipeline"])
     with recording_declines() as declines:
