@@ -52,7 +52,7 @@ from strata.codegen.triton_source import _contraction_safe, _dtype_of, bound_for
 from strata.dialects import kernel
 from strata.dialects.attributes import DOT_ATTR
 from strata.dialects.prim import ConvertElementTypeOp, ElementwiseOp, WhereOp
-from strata.dialects.types import scalar_dtype, sym
+from strata.dialects.types import DTYPES, scalar_dtype, sym
 
 SIDES = ("a", "b")
 
@@ -67,12 +67,17 @@ class MatmulTile(NamedTuple):
     num_warps: int = 4
     num_stages: int = 3
     library: bool = False
+    # the product (up to its first rounding) by this tile, the rest of the epilogue by a
+    # second kernel: a long epilogue (an erf or tanh GELU) on a short product costs the
+    # template more than its own pass over the result
+    epilogue_apart: bool = False
 
     def describe(self) -> str:
         if self.library:
             return "library (cuBLAS) + epilogue"
-        return (f"BLOCK_M={self.block_m} BLOCK_N={self.block_n} BLOCK_K={self.block_k} "
+        text = (f"BLOCK_M={self.block_m} BLOCK_N={self.block_n} BLOCK_K={self.block_k} "
                 f"warps={self.num_warps} stages={self.num_stages}")
+        return text + " + epilogue apart" if self.epilogue_apart else text
 
 
 # (BLOCK_M, BLOCK_N, BLOCK_K, warps, stages) for 16-bit operands: TorchInductor's mm
@@ -112,9 +117,14 @@ def heuristic_tile(m: int, n: int, k: int, wide: bool) -> MatmulTile:
     return MatmulTile(_clamp(bm, m), _clamp(bn, n), _clamp(bk, k), 8, warps, stages)
 
 
-def candidate_tiles(m: int, n: int, k: int, wide: bool, library: bool) -> list[MatmulTile]:
+# How many of the first candidates also run with the epilogue apart.
+APART_CANDIDATES = 4
+
+
+def candidate_tiles(m: int, n: int, k: int, wide: bool, library: bool, apart: bool = False) -> list[MatmulTile]:
     """The heuristic tile first, then the configurations clamped to the sizes (no
-    duplicates), then the library tile where the operands allow it."""
+    duplicates), then the first few again with the epilogue apart where the kernel
+    can split it, then the library tile where the operands allow it."""
     out = [heuristic_tile(m, n, k, wide)]
     for bm, bn, bk, warps, stages in CONFIGS:
         if wide:
@@ -122,6 +132,8 @@ def candidate_tiles(m: int, n: int, k: int, wide: bool, library: bool) -> list[M
         tile = MatmulTile(_clamp(bm, m), _clamp(bn, n), _clamp(bk, k), 8, warps, stages)
         if tile not in out:
             out.append(tile)
+    if apart:
+        out += [t._replace(epilogue_apart=True) for t in out[:APART_CANDIDATES]]
     if library:
         out.append(MatmulTile(library=True))
     return out
@@ -373,12 +385,52 @@ class MatmulTemplate:
         groups = [*self._batch_groups(), self.groups["m"], self.groups["n"]]
         return stores[0] if self._view_strides(self.index[stores[0]], groups) is not None else None
 
+    def apart_chain(self) -> list[Operation] | None:
+        """Where the epilogue can run apart: the ops from the one product to its first
+        rounding to 16 bits (a bias add, a scale, conversions; each the one reader of
+        the one before, its other operands read along m or n), computed by the product's
+        kernel and stored in their last op's dtype, and something more than conversions
+        after them for a second kernel to do (else there is nothing to set apart)."""
+        if len(self.dots) != 1:
+            return None
+        chain: list[Operation] = []
+        v = self.dots[0].result
+        while True:
+            uses = list(v.uses)
+            op = uses[0].operation if len(uses) == 1 else None
+            if isinstance(op, ConvertElementTypeOp):
+                chain.append(op)
+                v = op.results[0]
+                if scalar_dtype(v.type) in LOW_PRECISION:
+                    break
+            elif (isinstance(op, ElementwiseOp) and op.name in ("prim.add", "prim.sub", "prim.mul")
+                  and all(x is v or not any(n.startswith("r") for n in self.vars[x]) for x in op.operands)
+                  and sum(1 for x in op.operands if x is v) == 1):
+                chain.append(op)
+                v = op.results[0]
+            else:
+                break
+        last = chain[-1] if chain else self.dots[0]
+        readers, seen = [use.operation for use in last.results[0].uses], set()
+        while readers:  # whatever reads the stored value, directly or not
+            op = readers.pop()
+            if op in seen:
+                continue
+            seen.add(op)
+            if isinstance(op, (ElementwiseOp, WhereOp)):
+                return chain
+            readers += [use.operation for r in op.results for use in r.uses]
+        return None
+
     # ------------------------------------------------------------------ code
     def module(self) -> str:
-        kernels = [self._kernel(epilogue_only=False)]
+        kernels = [self._kernel("fused")]
         library = self.library_operands() is not None
+        apart = self.apart_chain() is not None
         if library:
-            kernels.append(self._kernel(epilogue_only=True))
+            kernels.append(self._kernel("library"))
+        if apart:
+            kernels += [self._kernel("product"), self._kernel("rest")]
         header = [
             f"# strata kernel {self.func.sym_name.data}: matmul template",
             f"# from aten ops: {', '.join(self.func.source_ops)}",
@@ -390,19 +442,23 @@ class MatmulTemplate:
             header.append("from triton.language.extra import libdevice")
         header.append("from strata.codegen.triton_matmul import MatmulTile, candidate_tiles, heuristic_tile")
         header.append("from strata.codegen.triton_precompile import prepare_launch")
-        constants = [f"LIBRARY = {library}", f"WIDE = {self.wide}"]
+        constants = [f"LIBRARY = {library}", f"APART = {apart}", f"WIDE = {self.wide}"]
         parts = ["\n".join(header), "\n".join(constants), *helper_sources(self.ops.helpers, self.device), *kernels]
-        parts += self._launchers(library)
+        parts += self._launchers(library, apart)
         return "\n\n\n".join(p.rstrip("\n") for p in parts) + "\n"
 
     def _sizes(self) -> list[tuple[str, sympy.Expr]]:
         return [("M", self.groups["m"].size), ("N", self.groups["n"].size), ("K", self.groups["k"].size),
                 ("NBATCH", self.groups["batch"].size)]
 
-    def _kernel(self, epilogue_only: bool) -> str:
+    def _kernel(self, mode: str) -> str:
+        """mode: "fused" (the template), "library" (the epilogue after the library's
+        product), "product" (the template up to apart_chain's last op, stored), "rest"
+        (the epilogue after it)."""
         lines: list[str] = []
-        name = f"{self.name}_epilogue" if epilogue_only else self.name
-        params = list(self.buffers.values()) + (["product"] if epilogue_only else []) + self.symbols
+        name = {"fused": self.name, "library": f"{self.name}_epilogue"}.get(mode, f"{self.name}_{mode}")
+        epilogue_only = mode in ("library", "rest")
+        params = list(self.buffers.values()) + (["product"] if mode != "fused" else []) + self.symbols
         params += ["M", "N", "K", "BLOCK_M: tl.constexpr", "BLOCK_N: tl.constexpr"]
         if not epilogue_only:
             params += ["BLOCK_K: tl.constexpr", "GROUP_M: tl.constexpr", "EVEN_K: tl.constexpr"]
@@ -428,7 +484,7 @@ class MatmulTemplate:
         lines.append(f"rn = pid_n{to64} * BLOCK_N + tl.arange(0, BLOCK_N)")
         if not epilogue_only:
             lines += self._main_loop()
-        lines += self._epilogue(epilogue_only)
+        lines += self._epilogue(mode)
         return function_source(name, params, lines, "@triton.jit")
 
     def _main_loop(self) -> list[str]:
@@ -489,7 +545,7 @@ class MatmulTemplate:
     def _operand(self, v: SSAValue, side: str) -> str:
         return f"{side}_op{self.names[self._peeled(v)]}"
 
-    def _epilogue(self, epilogue_only: bool) -> list[str]:
+    def _epilogue(self, mode: str) -> list[str]:
         m, n = self.groups["m"], self.groups["n"]
         env = {}
         lines = ["em = rm[:, None]", "en = rn[None, :]", "emask = (em < M) & (en < N)"]
@@ -498,17 +554,34 @@ class MatmulTemplate:
         for var, code in n.parts("en").items():
             env[var] = code
         full = "tl.full([BLOCK_M, BLOCK_N], 0, tl.int64)" if self.int64 else "tl.full([BLOCK_M, BLOCK_N], 0, tl.int32)"
-        stand_in = self.stand_in() if epilogue_only else None
-        if epilogue_only:  # the library's result, in place of the op it computed
-            lines.append(f"{self.names[stand_in.results[0]]} = "
-                         "tl.load(product + (batch * M * N + em * N + en), mask=emask).to(tl.float32)")
+        at = "product + (batch * M * N + em * N + en)"
+        skipped: set[Operation] = set()  # computed by the other kernel
+        kept: set[Operation] | None = None  # the only ops this kernel computes (None: all)
+        if mode == "library":  # the library's result, in place of the op it computed
+            stand_in = self.stand_in()
+            skipped = {stand_in}
+            lines.append(f"{self.names[stand_in.results[0]]} = tl.load({at}, mask=emask).to(tl.float32)")
+        elif mode == "rest":  # the product kernel's stored value, in its own dtype
+            chain = self.apart_chain()
+            skipped = set(chain)
+            last = chain[-1] if chain else self.dots[0]
+            lines.append(f"{self.names[last.results[0]]} = tl.load({at}, mask=emask)")
         else:
             lines += [f"{self.names[dot.result]} = acc{i}" for i, dot in enumerate(self.dots)]
+        if mode == "product":
+            chain = self.apart_chain()
+            kept = set()
+            stack = list(chain)
+            while stack:  # the chain and what its other operands are computed from
+                op = stack.pop()
+                if op not in kept:
+                    kept.add(op)
+                    stack += [x.owner for x in op.operands if isinstance(x.owner, Operation)]
         for op in self.body:
             # rows (the sides' k-dependent values and the products) live in the k loop
             if isinstance(op, kernel.ReduceOp) or (op.results and any(v.startswith("r") for v in self.vars[op.results[0]])):
                 continue
-            if op is stand_in:
+            if op in skipped or (kept is not None and op not in kept):
                 continue
             if isinstance(op, kernel.StoreOp):
                 value = f"tl.broadcast_to({self.names[op.value]}, [BLOCK_M, BLOCK_N])"
@@ -517,6 +590,10 @@ class MatmulTemplate:
                 lines.append(f"{self.names[op.results[0]]} = {self._epilogue_load(op, env, full)}")
             else:
                 lines.append(f"{self.names[op.results[0]]} = {self._expr(op, None, '[BLOCK_M, BLOCK_N]')}")
+        if mode == "product":
+            chain = self.apart_chain()
+            last = chain[-1] if chain else self.dots[0]
+            lines.append(f"tl.store({at}, tl.broadcast_to({self.names[last.results[0]]}, [BLOCK_M, BLOCK_N]), mask=emask)")
         return lines
 
     def _epilogue_load(self, op: kernel.LoadOp, env: dict[str, str], full: str) -> str:
@@ -554,7 +631,7 @@ class MatmulTemplate:
                                     op in self.bound_for_16_bits)
 
     # ------------------------------------------------------------------ launchers
-    def _launchers(self, library: bool) -> list[str]:
+    def _launchers(self, library: bool, apart: bool) -> list[str]:
         unpack = [f"{_unpack(list(self.buffers.values()))} = buffers"]
         if self.symbols:
             unpack.append(f"{_unpack(self.symbols)} = symbols")
@@ -564,19 +641,26 @@ class MatmulTemplate:
         numels = function_source("numels", ["symbols"], [*unpack[1:], *sizes, "return M, N, K, NBATCH"])
         candidates = function_source("tile_candidates", ["sizes"], [
             "M, N, K, NBATCH = sizes",
-            "return candidate_tiles(M, N, K, WIDE, LIBRARY)",
+            "return candidate_tiles(M, N, K, WIDE, LIBRARY, APART)",
         ])
         guard = ["if M == 0 or N == 0 or NBATCH == 0:", "    return"]
         dispatch = ["if tile.library:", "    _library(buffers, symbols, M, N, K, NBATCH)", "    return"] if library else []
         grid = "grid = (-(-M // tile.block_m) * -(-N // tile.block_n), NBATCH)"
         keywords = (f"BLOCK_M=tile.block_m, BLOCK_N=tile.block_n, BLOCK_K=tile.block_k, GROUP_M=tile.group_m, "
                     f"EVEN_K=K % tile.block_k == 0, {options}, num_warps=tile.num_warps, num_stages=tile.num_stages")
+        with_product = ", ".join([*self.buffers.values(), "product", *self.symbols, "M", "N", "K"])
+        if apart:
+            dispatch += ["if tile.epilogue_apart:", "    _apart(tile, buffers, symbols, M, N, K, NBATCH)", "    return"]
         dispatch += [grid, f"{self.name}[grid]({args}, {keywords})"]
         tile_body = [*unpack, *sizes, *guard, *dispatch]
         # compiles a tile's kernel without launching it: the tuner compiles its
         # candidates side by side (codegen/triton_precompile.py)
-        prepare_body = [*unpack, *sizes, "if tile.library or M == 0 or N == 0 or NBATCH == 0:", "    return", grid,
-                        f"prepare_launch({self.name}, grid, ({args},), dict({keywords}))"]
+        prepare_body = [*unpack, *sizes, "if tile.library or M == 0 or N == 0 or NBATCH == 0:", "    return", grid]
+        if apart:
+            prepare_body += ["if tile.epilogue_apart:", f"    product = {self._product_buffer()}",
+                             f"    prepare_launch({self.name}_product, grid, ({with_product},), dict({keywords}))",
+                             "    return"]
+        prepare_body.append(f"prepare_launch({self.name}, grid, ({args},), dict({keywords}))")
         out = [numels, candidates, function_source("launch_tile", ["tile", "buffers", "symbols"], tile_body),
                function_source("prepare_tile", ["tile", "buffers", "symbols"], prepare_body)]
         # the heuristic tile, the sizes computed once
@@ -584,7 +668,21 @@ class MatmulTemplate:
         out.append(function_source("launch", ["buffers", "symbols"], launch_body))
         if library:
             out.append(self._library_launcher(unpack, options))
+        if apart:
+            out.append(function_source("_apart", ["tile", "buffers", "symbols", "M", "N", "K", "NBATCH"], [
+                *unpack, f"product = {self._product_buffer()}", grid,
+                f"{self.name}_product[grid]({with_product}, {keywords})",
+                *_epilogue_launch(f"{self.name}_rest", with_product, options),
+            ]))
         return out
+
+    def _product_buffer(self) -> str:
+        """Code for the buffer the apart product kernel stores into."""
+        chain = self.apart_chain()
+        last = chain[-1] if chain else self.dots[0]
+        dtype = str(DTYPES[scalar_dtype(last.results[0].type)])
+        first = next(iter(self.buffers.values()))
+        return f"torch.empty((NBATCH * M * N,), dtype={dtype}, device={first}.device)"
 
     def _library_launcher(self, unpack: list[str], options: str) -> str:
         batch = self.groups["batch"]
@@ -610,12 +708,7 @@ class MatmulTemplate:
             lines.append(f"{call}, out=out)")
         else:
             args = ", ".join([*self.buffers.values(), "product", *self.symbols, "M", "N", "K"])
-            lines += [
-                f"product = {call})",
-                "bm, bn = min(64, max(16, 1 << (M - 1).bit_length())), min(64, max(16, 1 << (N - 1).bit_length()))",
-                f"{self.name}_epilogue[(-(-M // bm), -(-N // bn), NBATCH)]({args}, BLOCK_M=bm, BLOCK_N=bn, {options}, "
-                "num_warps=4)",
-            ]
+            lines += [f"product = {call})", *_epilogue_launch(f"{self.name}_epilogue", args, options)]
         return function_source("_library", ["buffers", "symbols", "M", "N", "K", "NBATCH"], lines)
 
 
@@ -678,6 +771,14 @@ def _merged_stride(strides: dict[str, sympy.Expr], group: Group) -> sympy.Expr |
         if sympy.simplify(outer - inner * extent) != 0:
             return None
     return found[-1]
+
+
+def _epilogue_launch(kernel_name: str, args: str, options: str) -> list[str]:
+    """Code launching an epilogue kernel over a stored [NBATCH, M, N] product."""
+    return [
+        "bm, bn = min(64, max(16, 1 << (M - 1).bit_length())), min(64, max(16, 1 << (N - 1).bit_length()))",
+        f"{kernel_name}[(-(-M // bm), -(-N // bn), NBATCH)]({args}, BLOCK_M=bm, BLOCK_N=bn, {options}, num_warps=4)",
+    ]
 
 
 def _view(buffer: str, size: str, stride: str, offset: sympy.Expr) -> str:

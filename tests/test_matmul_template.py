@@ -154,6 +154,37 @@ func.func @graph(%x: !strata.tensor<[{m}, {k}], {t}>, %w: !strata.tensor<[{n}, {
 """
 
 
+# a linear layer of a 3-d input: summed as [b, t, n], the tanh reading it through the view
+PRODUCT_3D_IR = """
+func.func @graph(%x: !strata.tensor<[2, {t}, {k}], {dt}>, %w: !strata.tensor<[{n}, {k}], {dt}>, %b: !strata.tensor<[{n}], {dt}>) -> !strata.tensor<[2, {t}, {n}], {dt}> {{
+  %x2 = prim.reshape %x {{shape = [{m} : i64, {k} : i64]}} : (!strata.tensor<[2, {t}, {k}], {dt}>) -> !strata.tensor<[{m}, {k}], {dt}>
+  %wt = prim.permute %w {{dims = array<i64: 1, 0>}} : (!strata.tensor<[{n}, {k}], {dt}>) -> !strata.tensor<[{k}, {n}], {dt}>
+  %y = prim.addmm %b, %x2, %wt : (!strata.tensor<[{n}], {dt}>, !strata.tensor<[{m}, {k}], {dt}>, !strata.tensor<[{k}, {n}], {dt}>) -> !strata.tensor<[{m}, {n}], {dt}>
+  %y3 = prim.reshape %y {{shape = [2 : i64, {t} : i64, {n} : i64]}} : (!strata.tensor<[{m}, {n}], {dt}>) -> !strata.tensor<[2, {t}, {n}], {dt}>
+  %z = prim.tanh %y3 : (!strata.tensor<[2, {t}, {n}], {dt}>) -> !strata.tensor<[2, {t}, {n}], {dt}>
+  func.return %z : !strata.tensor<[2, {t}, {n}], {dt}>
+}}
+"""
+
+
+def test_every_tile_of_a_3d_linear_with_its_epilogue_apart(tmp_path, monkeypatch):
+    monkeypatch.setenv("STRATA_CACHE_DIR", str(tmp_path))
+    t, n, k = 9, 20, 24
+    module = parse_module(PRODUCT_3D_IR.format(t=t, m=2 * t, n=n, k=k, dt="bf16"))
+    run_pipeline(module, ["matmul-to-dot", "fuse"], step_options=[{"target": "triton"}, {}])
+    (func,) = [op for op in module.ops if isinstance(op, kernel.FuncOp)]
+    compiled = compile_kernel(func, "cpu")
+    x, w, b = (torch.randn(s, dtype=torch.bfloat16) for s in ((2, t, k), (n, k), (n,)))
+    want = torch.tanh(F.linear(x, w, b))
+    tiles = [tile for tile in compiled.module.tile_candidates(compiled.module.numels([])) if tile.epilogue_apart]
+    assert len(tiles) == 4
+    for tile in tiles:
+        out = _at_an_offset(torch.full((2, t, n), float("nan"), dtype=torch.bfloat16))
+        with _interpreting():
+            compiled.module.launch_tile(tile, [_at_an_offset(x), _at_an_offset(w), _at_an_offset(b), out], [])
+        torch.testing.assert_close(out, want, **TOLERANCE[torch.bfloat16], msg=lambda e: f"{tile.describe()}: {e}")
+
+
 def _template_kernel(m: int, n: int, k: int, dtype: str) -> kernel.FuncOp:
     module = parse_module(PRODUCT_IR.format(m=m, n=n, k=k, t=dtype))
     run_pipeline(module, ["matmul-to-dot", "fuse"], step_options=[{"target": "triton"}, {}])
@@ -174,6 +205,10 @@ def test_every_candidate_tile_computes_the_product(m, n, k, dtype, tmp_path, mon
     tiles = compiled.module.tile_candidates(compiled.module.numels([]))
     assert any(t.library for t in tiles) and len(tiles) > 4
     assert "torch.addmm(bias, a, b)" in compiled.source  # the library adds the bias in cuBLAS's epilogue
+    # the tanh apart: the product kernel stores the biased product (bf16: rounded, as
+    # eager's addmm rounds it), a second kernel reads it
+    assert sum(t.epilogue_apart for t in tiles) == 4
+    assert f"def {func.sym_name.data}_product(" in compiled.source and f"def {func.sym_name.data}_rest(" in compiled.source
     x, w, b = (_at_an_offset(t) for t in (x, w, b))  # as a memory plan hands them over
     for tile in tiles:
         out = _at_an_offset(torch.full((m, n), float("nan"), dtype=torch_dtype))
@@ -203,6 +238,7 @@ func.func @graph(%x: !strata.tensor<[2, 9, 12], f32>, %w: !strata.tensor<[2, 12,
     (func,) = [op for op in module.ops if isinstance(op, kernel.FuncOp)]
     compiled = compile_kernel(func, "cpu")
     assert "torch.matmul(a, b, out=out)" in compiled.source
+    assert "APART = False" in compiled.source  # nothing after the product to set apart
     # buffers that are views into larger allocations (a memory plan's arena), at offsets
     arena = torch.randn(2 * 9 * 12 + 2 * 12 * 7 + 2 * 9 * 7 + 10)
     x = arena[3:3 + 216].view(2, 9, 12)
