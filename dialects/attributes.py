@@ -28,9 +28,12 @@ def graph_device(op: Operation) -> str | None:
 # On a kernel.launch: each output's strides, where a kernel writes it in a layout other
 # than row-major (passes/fusion/layouts.py); on a graph argument: its strides.
 STRIDES_ATTR = "strata.strides"
-# On a library op (a convolution): the memory format its result must have.
+# On a library op: the layout its result must have: channels-last (a convolution's), or
+# sequence-major (an attention's [B, H, S, E] result laid out as [B, S, H, E], the way
+# torch's fused attention kernels write it).
 LAYOUT_ATTR = "strata.layout"
 CHANNELS_LAST = "channels_last"
+SEQUENCE_MAJOR = "sequence_major"
 # On a kernel.program: for each result, the strides eager gives it where they are a
 # dense layout other than row-major, else [] (the runtime copies a result that comes
 # out otherwise into them: runtime/compiled_graph.py).

@@ -24,13 +24,15 @@ from strata.dialects import kernel as kd
 from strata.dialects.aten import AtenOp
 from strata.dialects.prim import dims_attr
 from strata.dialects.prim import dims_of as prim_dims_of
+from strata.dialects.prim_convolution import ConvolutionOp
 from strata.dialects.types import TensorType
 from strata.passes.fusion.bias import add_biases_in_kernels
 from strata.passes.fusion.checked_indices import unchecked_indices
 from strata.passes.fusion.decisions import domain_text, info_enabled, log
 from strata.passes.fusion.indexing import contiguous_strides
-from strata.dialects.attributes import CHANNELS_LAST, LAYOUT_ATTR, RESULT_STRIDES_ATTR, STRIDES_ATTR
+from strata.dialects.attributes import CHANNELS_LAST, LAYOUT_ATTR, RESULT_STRIDES_ATTR, SEQUENCE_MAJOR, STRIDES_ATTR
 from strata.passes.fusion.layouts import (
+    attention_layouts,
     choose_layouts,
     copy_convolution_inputs,
     eager_result_strides,
@@ -107,6 +109,8 @@ def lower_graph(fn: func.FuncOp, emulate_precision_casts: bool = False, index_bo
     stored = _stored_nodes(plan, ops, outputs + checks)
     given_strides = arg_strides(fn)
     layouts = choose_layouts(ops, outputs, plan, stored, on_cpu(fn))
+    if not on_cpu(fn):
+        layouts.update(attention_layouts(ops, outputs, plan))
     wanted = eager_result_strides(fn, outputs)
     layouts.update(result_layouts(outputs, wanted, plan, stored))
 
@@ -141,7 +145,8 @@ def lower_graph(fn: func.FuncOp, emulate_precision_casts: bool = False, index_bo
             operands = [_program_value(v, env, program) for v in item.operands]
             clone = item.clone(value_mapper=dict(zip(item.operands, operands)))
             if item.results and item.results[0] in layouts:
-                clone.attributes[LAYOUT_ATTR] = StringAttr(CHANNELS_LAST)
+                kind = CHANNELS_LAST if isinstance(item, ConvolutionOp) else SEQUENCE_MAJOR
+                clone.attributes[LAYOUT_ATTR] = StringAttr(kind)
             program.block.add_op(clone)
             env.update(zip(item.results, clone.results))
     results = [_program_value(v, env, program) for v in outputs]

@@ -46,7 +46,7 @@ from strata.dialects.types import DTYPES, Dim, TensorType, bound_symbols, concre
 from strata.runtime.convolution_backward import convolution_backward_step
 from strata.runtime.allocation import contiguous_strides, fast_empty_strided, relayout
 from strata.runtime.cpu_linear import onednn_product
-from strata.runtime.layouts import launch_strides, result_format, result_strides
+from strata.runtime.layouts import as_sequence_major, launch_strides, result_format, result_strides, sequence_major
 from strata.runtime.graph_runner import InlineStep, generate_runner
 from strata.runtime.decode_attention_choice import decode_attention_takes
 from strata.runtime.in_place import in_place_scatters, scatter_into_step
@@ -845,12 +845,18 @@ def _static_library_call(
         # torch's fused kernels write (batch, sequence, heads, dim) in memory: the
         # transpose back to the model's layout, and the reshape to the projection's
         # rows, are then views; made contiguous first, they were two copies a layer.
-        torch_call = attention_as_made if views_only else attention
+        laid_out = sequence_major(op)  # kernels read it as torch's fused kernels write it
+
+        def attention_laid_out(q, k, v, mask=None):
+            return as_sequence_major(sdpa(q, k, v, attn_mask=mask, is_causal=causal, scale=scale))
+
+        torch_call = attention_laid_out if laid_out else attention_as_made if views_only else attention
+
         if device is not None and decode_attention_takes(op, device):
             from strata.runtime import decode_attention
 
             def split_keys(q, k, v, mask=None):
-                out = decode_attention.decode_attention(q, k, v, mask, scale)
+                out = decode_attention.decode_attention(q, k, v, mask, scale, sequence_major=laid_out)
                 return out if out is not None else torch_call(q, k, v, mask)
 
             return split_keys

@@ -96,15 +96,20 @@ def applies(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, mask: torch.Tenso
 
 
 def decode_attention(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, mask: torch.Tensor | None = None,
-                     scale: float | None = None, interpret: bool = False) -> torch.Tensor | None:
+                     scale: float | None = None, interpret: bool = False,
+                     sequence_major: bool = False) -> torch.Tensor | None:
     """softmax(q kᵀ · scale + mask) v for q [B, H, M, E] and k, v [B, Hkv, S, E] (H a
     multiple of Hkv, each kv head serving H/Hkv query heads), or None where `applies`
-    says no. `interpret`: launch in Triton's interpreter (tests on the CPU)."""
+    says no. `interpret`: launch in Triton's interpreter (tests on the CPU).
+    `sequence_major`: the result laid out as [B, M, H, E] in memory."""
     if applies(q, k, v, mask) is not None:
         return None
     b, h, m, e = q.shape
     hkv, s = k.shape[1], k.shape[2]
-    out = torch.empty((b, h, m, e), dtype=q.dtype, device=q.device)
+    if sequence_major:
+        out = torch.empty((b, m, h, e), dtype=q.dtype, device=q.device).transpose(1, 2)
+    else:
+        out = torch.empty((b, h, m, e), dtype=q.dtype, device=q.device)
     if s == 0 or b * h == 0:
         return out.zero_()
     if scale is None:

@@ -12,7 +12,7 @@ from xdsl.dialects.builtin import ArrayAttr, StringAttr
 from xdsl.ir import Operation
 
 from strata.dialects import prim
-from strata.dialects.attributes import CHANNELS_LAST, LAYOUT_ATTR, RESULT_STRIDES_ATTR, STRIDES_ATTR
+from strata.dialects.attributes import CHANNELS_LAST, LAYOUT_ATTR, RESULT_STRIDES_ATTR, SEQUENCE_MAJOR, STRIDES_ATTR
 
 
 def launch_strides(op: Operation) -> list[Sequence | None]:
@@ -29,6 +29,19 @@ def result_format(op: Operation) -> torch.memory_format:
     if isinstance(attr, StringAttr) and attr.data == CHANNELS_LAST:
         return torch.channels_last
     return torch.contiguous_format
+
+
+def sequence_major(op: Operation) -> bool:
+    """Whether an attention's result is asked for as [B, S, H, E] in memory."""
+    attr = op.attributes.get(LAYOUT_ATTR)
+    return isinstance(attr, StringAttr) and attr.data == SEQUENCE_MAJOR
+
+
+def as_sequence_major(t: torch.Tensor) -> torch.Tensor:
+    """t ([B, H, S, E]) laid out as [B, S, H, E]: itself where torch's fused attention
+    made it so, else a copy."""
+    swapped = t.transpose(1, 2)
+    return t if swapped.is_contiguous() else swapped.contiguous().transpose(1, 2)
 
 
 def result_strides(program: Operation) -> list[Sequence | None]:

@@ -42,7 +42,7 @@ from strata.runtime.compiled_graph import (
 from strata.runtime.cpu_linear import onednn_product
 from strata.runtime.data_dependent import unbound_result_dims
 from strata.runtime.index_values import exact_fraction, sum_divides
-from strata.runtime.layouts import launch_strides, result_format
+from strata.runtime.layouts import launch_strides, result_format, sequence_major
 from strata.runtime.package_format import PackagingError
 
 
@@ -205,8 +205,9 @@ class ProgramPlan:
                     "then": then if memory_format == torch.channels_last or not as_made else "keep"}
         if isinstance(op, ScaledDotProductAttentionOp):
             as_made = _only_viewed_by_library_calls(made)
+            then = "sequence_major" if sequence_major(op) else "keep" if as_made else "contiguous"
             return {**step, "call": "sdpa", "scale": op.scale.value.data if op.scale is not None else None,
-                    "causal": bool(op.is_causal.value.data), "then": "keep" if as_made else "contiguous"}
+                    "causal": bool(op.is_causal.value.data), "then": then}
         if isinstance(op, prim.CatOp):
             return {**step, "call": "cat", "dim": op.dim.value.data, "then": then}
         if isinstance(op, prim.PermuteOp):

@@ -200,6 +200,9 @@ def _then(t: torch.Tensor, then: str) -> torch.Tensor:
         return t
     if then == "channels_last":
         return t.contiguous(memory_format=torch.channels_last)
+    if then == "sequence_major":  # [B, H, S, E] as [B, S, H, E] in memory (runtime/layouts.py)
+        swapped = t.transpose(1, 2)
+        return t if swapped.is_contiguous() else swapped.contiguous().transpose(1, 2)
     return t if t.is_contiguous() else t.contiguous()
 
 

@@ -324,3 +324,15 @@ def test_a_gpu_package_keeps_grouped_heads_repeated():
     assert "fold-grouped-attention" in default["pipeline"]
     assert "fold-grouped-attention" not in _without_folded_attention(default, cuda=True)["pipeline"]
     assert _without_folded_attention(default, cuda=False) is default
+
+
+def test_a_package_lays_an_attention_result_out_as_its_kernels_read_it():
+    """`then: sequence_major` (a GPU graph's attention read by kernels): [B, H, S, E]
+    values in [B, S, H, E] memory, copied only where torch made them otherwise."""
+    from strata.runtime.package_runner import _then
+
+    made = torch.randn(2, 3, 5, 4)  # contiguous, as the math backend gives it
+    laid = _then(made, "sequence_major")
+    assert torch.equal(laid, made) and laid.transpose(1, 2).is_contiguous()
+    fused = torch.randn(2, 5, 3, 4).transpose(1, 2)  # as the fused kernels give it: kept
+    assert _then(fused, "sequence_major") is fused

@@ -73,6 +73,15 @@ def test_strided_operands_a_slice_of_a_cache():
     torch.testing.assert_close(_run(q, k, v), _eager(q, k, v, None), **TOLERANCE[torch.float32])
 
 
+def test_the_result_in_sequence_major_layout():
+    """Asked for the layout a kernel reads it in ([B, M, H, E] in memory), it writes it so."""
+    q, k, v = torch.randn(1, 4, 3, 16), torch.randn(1, 2, 40, 16), torch.randn(1, 2, 40, 16)
+    with _interpreting():
+        got = decode_attention(q, k, v, None, None, interpret=True, sequence_major=True)
+    assert got.transpose(1, 2).is_contiguous() and not got.is_contiguous()
+    torch.testing.assert_close(got, _eager(q, k, v, None), **TOLERANCE[torch.float32])
+
+
 def test_no_key_at_all_is_zero():
     q, k, v = torch.randn(1, 2, 1, 16), torch.randn(1, 2, 0, 16), torch.randn(1, 2, 0, 16)
     assert torch.equal(_run(q, k, v), torch.zeros(1, 2, 1, 16))
@@ -117,10 +126,10 @@ def test_the_graph_step_calls_it_and_falls_back_for_tensors_it_does_not_take(mon
     calls = []
     real = module.decode_attention
 
-    def counted(q, k, v, mask=None, scale=None):
+    def counted(q, k, v, mask=None, scale=None, sequence_major=False):
         calls.append(q.shape)
         with _interpreting():
-            return real(q, k, v, mask, scale, interpret=True)
+            return real(q, k, v, mask, scale, interpret=True, sequence_major=sequence_major)
 
     monkeypatch.setattr(module, "decode_attention", counted)
     call = compiled_graph._static_library_call(_sdpa_op(4), torch.contiguous_format, False, torch.device("cuda"))

@@ -1,4 +1,5 @@
-"""Memory layouts of the buffers inside a program: channels-last around convolutions.
+"""Memory layouts of the buffers inside a program: channels-last around convolutions,
+and attention results as torch's fused attention writes them (`attention_layouts`).
 
 A 2-D convolution in oneDNN (CPU) and cuDNN runs faster on NHWC tensors than on NCHW
 ones (a quarter faster for a 3×3, 64-channel convolution on this machine's CPU,
@@ -26,8 +27,9 @@ the CPU. On the CPU suite's ResNet block (docs/performance-history.md) that made
 machine, where the kernels' layout changes cost what torch's copies did.
 
 The layout travels in the program as attributes the runtime and the interpreters read:
-`strata.layout = "channels_last"` on a convolution, `strata.strides` (the strides of
-each output) on a kernel.launch whose outputs are not contiguous.
+`strata.layout = "channels_last"` on a convolution (`"sequence_major"` on an attention),
+`strata.strides` (the strides of each output) on a kernel.launch whose outputs are not
+contiguous.
 """
 
 from __future__ import annotations
@@ -130,6 +132,34 @@ def choose_layouts(
     return layouts
 
 
+
+
+def sequence_major_strides(dims: Sequence[Dim]) -> tuple[Dim, ...]:
+    """The strides of [B, H, S, E] laid out as [B, S, H, E]."""
+    b, h, s, e = (sym(d) for d in dims)
+    return tuple(_dim(x) for x in (s * h * e, e, h * e, 1))
+
+
+def attention_layouts(ops: list[Operation], outputs: list[SSAValue], plan: Plan) -> dict[SSAValue, tuple[Dim, ...]]:
+    """On a GPU: attention results read only by kernels, laid out as torch's fused
+    attention writes them ([B, S, H, E] in memory). Made contiguous, each cost a copy
+    of its own before the kernel (the output projection's matmul template, under
+    max-autotune: 9.5 µs a layer of GPT-2); the kernel reads the layout through its
+    index instead. A result a library call, a view the program keeps, or the graph reads
+    stays as it was."""
+    from strata.dialects.prim_attention import ScaledDotProductAttentionOp
+
+    returned = {view_root(v) for v in outputs}
+    extern_reads = {view_root(v) for op in plan.schedule if isinstance(op, Operation) for v in op.operands}
+    readers = _kernels_reading(plan)
+    layouts: dict[SSAValue, tuple[Dim, ...]] = {}
+    for op in ops:
+        if not isinstance(op, ScaledDotProductAttentionOp) or _rank(op.results[0]) != 4:
+            continue
+        r = op.results[0]
+        if r not in returned and r not in extern_reads and readers.get(r):
+            layouts[r] = sequence_major_strides(r.type.dims)
+    return layouts
 
 
 def eager_result_strides(fn: func.FuncOp, outputs: list[SSAValue]) -> list[tuple[Dim, ...] | None]:

@@ -31,7 +31,7 @@ from strata.dialects.types import DTYPES, TensorType, concrete
 from strata.runtime.bindings import bind_symbols
 from strata.runtime.interpreters import symbols
 from strata.runtime.interpreters.kernel import KernelFunctions
-from strata.runtime.layouts import launch_strides, result_format
+from strata.runtime.layouts import as_sequence_major, launch_strides, result_format, sequence_major
 
 # Runs one kernel.func on buffers (inputs, then preallocated outputs) and the values
 # of its shape symbols.
@@ -80,6 +80,8 @@ class ProgramFunctions(InterpreterFunctions):
                 results = interpreter.run_op(op, inputs)
                 if isinstance(op, kd.LaunchOp):
                     pass  # laid out as the launch asked (run_launch)
+                elif sequence_major(op):
+                    results = tuple(as_sequence_major(r) for r in results)
                 elif not isinstance(op, prim.VIEW_OPS):
                     fmt = result_format(op)
                     results = tuple(r.contiguous(memory_format=fmt) if isinstance(r, torch.Tensor) else r for r in results)
