@@ -385,6 +385,7 @@ class MatmulTemplate:
         groups = [*self._batch_groups(), self.groups["m"], self.groups["n"]]
         return stores[0] if self._view_strides(self.index[stores[0]], groups) is not None else None
 
+    @functools.cached_property
     def apart_chain(self) -> list[Operation] | None:
         """Where the epilogue can run apart: the ops from the one product to its first
         rounding to 16 bits (a bias add, a scale, conversions; each the one reader of
@@ -426,7 +427,7 @@ class MatmulTemplate:
     def module(self) -> str:
         kernels = [self._kernel("fused")]
         library = self.library_operands() is not None
-        apart = self.apart_chain() is not None
+        apart = self.apart_chain is not None
         if library:
             kernels.append(self._kernel("library"))
         if apart:
@@ -562,14 +563,14 @@ class MatmulTemplate:
             skipped = {stand_in}
             lines.append(f"{self.names[stand_in.results[0]]} = tl.load({at}, mask=emask).to(tl.float32)")
         elif mode == "rest":  # the product kernel's stored value, in its own dtype
-            chain = self.apart_chain()
+            chain = self.apart_chain
             skipped = set(chain)
             last = chain[-1] if chain else self.dots[0]
             lines.append(f"{self.names[last.results[0]]} = tl.load({at}, mask=emask)")
         else:
             lines += [f"{self.names[dot.result]} = acc{i}" for i, dot in enumerate(self.dots)]
         if mode == "product":
-            chain = self.apart_chain()
+            chain = self.apart_chain
             kept = set()
             stack = list(chain)
             while stack:  # the chain and what its other operands are computed from
@@ -591,7 +592,7 @@ class MatmulTemplate:
             else:
                 lines.append(f"{self.names[op.results[0]]} = {self._expr(op, None, '[BLOCK_M, BLOCK_N]')}")
         if mode == "product":
-            chain = self.apart_chain()
+            chain = self.apart_chain
             last = chain[-1] if chain else self.dots[0]
             lines.append(f"tl.store({at}, tl.broadcast_to({self.names[last.results[0]]}, [BLOCK_M, BLOCK_N]), mask=emask)")
         return lines
@@ -678,7 +679,7 @@ class MatmulTemplate:
 
     def _product_buffer(self) -> str:
         """Code for the buffer the apart product kernel stores into."""
-        chain = self.apart_chain()
+        chain = self.apart_chain
         last = chain[-1] if chain else self.dots[0]
         dtype = str(DTYPES[scalar_dtype(last.results[0].type)])
         first = next(iter(self.buffers.values()))
