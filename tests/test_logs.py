@@ -75,6 +75,20 @@ def test_set_logs_on_and_off(quiet_after):
         strata.set_logs(fusoin=True)
 
 
+def test_set_logs_turns_on_what_a_logging_config_elsewhere_disabled(capsys, quiet_after):
+    """logging.config.dictConfig (in a library, a test, an application) disables every
+    logger that exists by default; strata.set_logs must still turn on what it is asked
+    for (one test's dictConfig silenced another's codegen lines in CI)."""
+    # what dictConfig does to the loggers that exist (run for real, it would also clear
+    # the root handlers of the rest of this process's tests)
+    for name in ("", "codegen"):
+        logging.getLogger(f"strata.{name}".rstrip(".")).disabled = True
+    strata.set_logs("codegen")
+    logs.logger("codegen").info("said after the dictConfig")
+    assert "[strata.codegen] said after the dictConfig" in capsys.readouterr().err
+    assert not logging.getLogger("strata").disabled
+
+
 def test_logs_of_a_gpt_block_with_a_graph_break(capsys, quiet_after):
     strata.set_logs("+fusion,passes,codegen,cache")
     compiled = strata.compile(GPTWithBreak())
@@ -100,7 +114,7 @@ def test_logs_of_a_gpt_block_with_a_graph_break(capsys, quiet_after):
     assert "1 eager fallbacks; estimated traffic" in err
 
     # Code generation and the cache: the second block's kernels are the first's.
-    assert re.search(r"\[strata.codegen\] \[graph \d+ \(0/0\)\] k0: llvm, \d+ lines, in [\d.]+ ms; from aten.native_layer_norm", err)
+    assert re.search(r"\[strata.codegen\] \[graph \d+ \(0/0\)\] k0: llvm, \d+ lines, in [\d.]+ ms; from aten.native_layer_norm", err), err
     # (The graph itself differs: its source lines are the second block's.)
     graph1 = [ln for ln in lines if ln.startswith("[strata.cache]") and "(1/0)]" in ln]
     assert graph1[0].endswith("graph: miss: lowered and stored"), graph1

@@ -132,7 +132,12 @@ def _apply(levels: dict[str, int]) -> None:
     root = logging.getLogger(ROOT)
     for name in COMPONENTS:
         logger(name).setLevel(levels.get(name, logging.NOTSET))
+        # logging.config.dictConfig elsewhere in the process (its default disables every
+        # logger that exists) must not silence what is asked for here
+        if name in levels:
+            logger(name).disabled = False
     if levels:
+        root.disabled = False
         if _handler not in root.handlers:
             root.addHandler(_handler)
         root.propagate = False  # our handler prints it; a root handler would print it twice
