@@ -19,6 +19,12 @@ from strata.dialects.prim import TensorOp, same_dims
 from strata.dialects.types import TensorType
 
 
+# The most query rows a decode step's attention holds in one program: the rows
+# fold-grouped-attention folds a group into (passes/grouped_attention.py), and the
+# rows a GPU's split-key decode attention takes (runtime/decode_attention_choice.py).
+MAX_DECODE_ROWS = 64
+
+
 @irdl_op_definition
 class ScaledDotProductAttentionOp(TensorOp):
     """q [..., L, E], k [..., S, E], v [..., S, Ev] (and an optional additive or

@@ -15,7 +15,7 @@ step's is unchanged); only a per-head mask or one of several query rows is laid 
 again for the folded rows.
 
 Only where that pays and is exact: L static and at most MAX_ROWS (decoding; a long
-prefill would repeat the mask instead of K and V), G·L at most MAX_FOLDED_ROWS (the rows
+prefill would repeat the mask instead of K and V), G·L at most MAX_DECODE_ROWS (the rows
 a GPU's split-key decode attention holds, runtime/decode_attention.py: cuDNN's attention
 over more folded rows has too few blocks), no `is_causal` (whose triangle follows the
 query rows), G from a repeat of both K and V alike.
@@ -34,11 +34,10 @@ from xdsl.pattern_rewriter import RewritePattern, op_type_rewrite_pattern
 
 from strata.dialects import prim
 from strata.passes.provenance import inserter, with_source
-from strata.dialects.prim_attention import ScaledDotProductAttentionOp
+from strata.dialects.prim_attention import MAX_DECODE_ROWS, ScaledDotProductAttentionOp
 from strata.dialects.types import TensorType, sym
 
 MAX_ROWS = 16
-MAX_FOLDED_ROWS = 64
 
 
 def repeated_heads(v: SSAValue) -> tuple[SSAValue, int] | None:
@@ -109,7 +108,7 @@ class FoldGroupedAttention(RewritePattern):
         if rk is None or rv is None or rk[1] != rv[1] or rk[1] == 1:
             return
         (kk, g), (vv, _) = rk, rv
-        if g * length > MAX_FOLDED_ROWS:
+        if g * length > MAX_DECODE_ROWS:
             return
         hkv = kk.type.dims[1]
         s = kk.type.dims[2]

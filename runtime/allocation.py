@@ -38,3 +38,11 @@ def relayout(x: torch.Tensor, sizes: Sequence[int], strides: Sequence[int]) -> t
     out = torch.empty_strided(sizes, strides, dtype=x.dtype, device=x.device)
     out.copy_(x)
     return out
+
+
+def as_sequence_major(t: torch.Tensor) -> torch.Tensor:
+    """t ([B, H, S, E]) laid out as [B, S, H, E] in memory (an attention result a
+    kernel reads so, runtime/layouts.py's `sequence_major`): itself where torch's fused
+    attention made it so, else a copy."""
+    swapped = t.transpose(1, 2)
+    return t if swapped.is_contiguous() else swapped.contiguous().transpose(1, 2)

@@ -44,9 +44,9 @@ from strata.dialects.prim_convolution_backward import CONVOLUTION_BACKWARD_OPS
 from strata.dialects.prim_random import RandomSeedOp
 from strata.dialects.types import DTYPES, Dim, TensorType, bound_symbols, concrete, sym
 from strata.runtime.convolution_backward import convolution_backward_step
-from strata.runtime.allocation import contiguous_strides, fast_empty_strided, relayout
+from strata.runtime.allocation import as_sequence_major, contiguous_strides, fast_empty_strided, relayout
 from strata.runtime.cpu_linear import onednn_product
-from strata.runtime.layouts import as_sequence_major, launch_strides, result_format, result_strides, sequence_major
+from strata.runtime.layouts import launch_strides, result_format, result_strides, sequence_major
 from strata.runtime.graph_runner import InlineStep, generate_runner
 from strata.runtime.decode_attention_choice import decode_attention_takes
 from strata.runtime.in_place import in_place_scatters, scatter_into_step

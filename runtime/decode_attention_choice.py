@@ -12,11 +12,10 @@ import os
 
 import torch
 
-from strata.dialects.prim_attention import ScaledDotProductAttentionOp
+from strata.dialects.prim_attention import MAX_DECODE_ROWS as MAX_ROWS, ScaledDotProductAttentionOp
 from strata.dialects.types import TensorType
 
 ENV_VAR = "STRATA_DECODE_ATTENTION"
-MAX_ROWS = 64
 MAX_HEAD_DIM = 256
 
 

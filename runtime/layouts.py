@@ -37,13 +37,6 @@ def sequence_major(op: Operation) -> bool:
     return isinstance(attr, StringAttr) and attr.data == SEQUENCE_MAJOR
 
 
-def as_sequence_major(t: torch.Tensor) -> torch.Tensor:
-    """t ([B, H, S, E]) laid out as [B, S, H, E]: itself where torch's fused attention
-    made it so, else a copy."""
-    swapped = t.transpose(1, 2)
-    return t if swapped.is_contiguous() else swapped.contiguous().transpose(1, 2)
-
-
 def result_strides(program: Operation) -> list[Sequence | None]:
     """Each graph result's strides as eager lays it out, None where row-major (or as made)."""
     attr = program.attributes.get(RESULT_STRIDES_ATTR)

@@ -15,7 +15,7 @@ from typing import Any
 
 import torch
 
-from strata.runtime.allocation import relayout
+from strata.runtime.allocation import as_sequence_major, relayout
 from strata.runtime.graph_runner import generate_runner
 from strata.runtime.package_format import PackageError
 
@@ -200,9 +200,8 @@ def _then(t: torch.Tensor, then: str) -> torch.Tensor:
         return t
     if then == "channels_last":
         return t.contiguous(memory_format=torch.channels_last)
-    if then == "sequence_major":  # [B, H, S, E] as [B, S, H, E] in memory (runtime/layouts.py)
-        swapped = t.transpose(1, 2)
-        return t if swapped.is_contiguous() else swapped.contiguous().transpose(1, 2)
+    if then == "sequence_major":
+        return as_sequence_major(t)
     return t if t.is_contiguous() else t.contiguous()
 
 

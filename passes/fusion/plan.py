@@ -257,16 +257,18 @@ def _unfused_product_operands(total: Operation) -> list[SSAValue]:
     product = total.operands[0].owner
     if not isinstance(product, prim.ElementwiseOp) or product.name != "prim.mul":
         return []
-    out = []
-    for side in product.operands:
-        while isinstance(side.owner, prim.BroadcastInDimOp):
-            side = side.owner.x
-        widened = side.owner
-        if isinstance(widened, prim.ConvertElementTypeOp) and _itemsize(widened.x) < _itemsize(side):
-            side = widened.x  # the template's own widening of a 16-bit operand
-        if not _plain(side, _itemsize(side)):
-            out.append(side)
-    return out
+    return [side for side in map(_unwidened, product.operands) if not _plain(side, _itemsize(side))]
+
+
+def _unwidened(side: SSAValue) -> SSAValue:
+    """A product's side without its broadcasts and its widening of a 16-bit value (the
+    template's and the reduction's own, computed where the side is read)."""
+    while isinstance(side.owner, prim.BroadcastInDimOp):
+        side = side.owner.x
+    widened = side.owner
+    if isinstance(widened, prim.ConvertElementTypeOp) and _itemsize(widened.x) < _itemsize(side):
+        side = widened.x
+    return side
 
 
 # A computed side broadcast along at least this many outputs of the sum is realized.
@@ -287,21 +289,16 @@ def _recomputed_product_sides(total: Operation) -> list[SSAValue]:
     reduced = set(prim.ints_of(total.dims))
     out = []
     for side in product.operands:
-        repeats = 1
-        while isinstance(side.owner, prim.BroadcastInDimOp):
-            wide = side.owner
+        repeats, wide = 1, side.owner
+        while isinstance(wide, prim.BroadcastInDimOp):  # the outputs each broadcast spreads it over
             kept = list(prim.ints_of(wide.broadcast_dimensions))
             src = wide.x.type.dims
             for d, size in enumerate(wide.results[0].type.dims):
-                if d in reduced:
-                    continue
                 new = d not in kept or sym(src[kept.index(d)]) == 1
-                if new and isinstance(size, int):
+                if d not in reduced and new and isinstance(size, int):
                     repeats *= size
-            side = wide.x
-        widened = side.owner
-        if isinstance(widened, prim.ConvertElementTypeOp) and _itemsize(widened.x) < _itemsize(side):
-            side = widened.x
+            wide = wide.x.owner
+        side = _unwidened(side)
         if repeats >= RECOMPUTE_LIMIT and not _plain(side, _itemsize(side)):
             out.append(side)
     return out

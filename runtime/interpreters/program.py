@@ -31,7 +31,8 @@ from strata.dialects.types import DTYPES, TensorType, concrete
 from strata.runtime.bindings import bind_symbols
 from strata.runtime.interpreters import symbols
 from strata.runtime.interpreters.kernel import KernelFunctions
-from strata.runtime.layouts import as_sequence_major, launch_strides, result_format, sequence_major
+from strata.runtime.allocation import as_sequence_major
+from strata.runtime.layouts import launch_strides, result_format, sequence_major
 
 # Runs one kernel.func on buffers (inputs, then preallocated outputs) and the values
 # of its shape symbols.
