@@ -34,6 +34,10 @@ CACHE_KIND = "triton-tune"
 log = logging.getLogger("strata.codegen")
 # STRATA_AUTOTUNE_PROGRESS=0 turns the progress bar off.
 PROGRESS_VAR = "STRATA_AUTOTUNE_PROGRESS"
+# What the choice charges a candidate for each launch beyond its first: the tuner times
+# the GPU's work alone, but each launch costs the host a few microseconds, which a
+# program whose host is the bottleneck (small products, no CUDA graph) pays in full.
+EXTRA_LAUNCH_S = 3e-6
 
 
 def candidates(module: ModuleType, sizes: tuple[int, ...], reduction: bool) -> list[Tile]:
@@ -92,7 +96,7 @@ class Autotuner:
         if not times:
             bar.close()
             raise RuntimeError(f"strata: no tile of kernel {self.name} ran; the first failed above")
-        best = min(times, key=times.get)
+        best = min(times, key=lambda t: times[t] + EXTRA_LAUNCH_S * (getattr(t, "launches", 1) - 1))
         done(bar, f"{describe(best)}, {times[best] * 1e3:.3f} ms (heuristic {times.get(tiles[0], float('nan')) * 1e3:.3f} ms)")
         log.info("%s: autotuned %d tiles: %s", self.name, len(times), ", ".join(f"{describe(t)} {s * 1e3:.3f} ms" for t, s in times.items()))
         self.timings[sizes] = times
@@ -137,67 +141,45 @@ def done(bar: tqdm, result: str) -> None:
 
 
 def _cuda_timer(fn: Callable[[], None], rounds: int = 25) -> float:
-    """Median seconds per launch on the GPU. The launches replay from a CUDA graph, so
-    what is timed is the GPU's work and not Python's: a candidate of two kernels (a
-    product, then its epilogue) or a library call pays several launches' host time,
-    which in a model overlaps the GPU's work and in a CUDA graph disappears, and which
-    timed launch by launch outweighed the kernels themselves. A candidate that cannot
-    be captured is timed by events around its launches."""
+    """Median seconds per launch of the GPU's work. Each sample's launches queue up
+    behind a kernel that only waits, long enough for the host to issue them all, so the
+    GPU runs them back to back and what is timed is the GPU's work, not Python's: a
+    candidate of two kernels (a product, then its epilogue) or a library call pays
+    several launches' host time, which in a model overlaps the GPU's work (and in a CUDA
+    graph disappears), and which timed launch by launch outweighed the kernels
+    themselves. (A CUDA graph replay would hide the host too, but a capture that fails
+    leaves torch's random generators in capture mode.)"""
     fn()  # compiles, and allocates what the launches keep
     torch.cuda.synchronize()
-    try:
-        return _graph_timer(fn, rounds)
-    except Exception as e:  # noqa: BLE001 - capture refused (a sync, a host copy): time it live
-        log.debug("timing without a CUDA graph: %s", e)
-        torch.cuda.synchronize()
-        return _event_timer(fn, rounds)
+    host = min(_host_seconds(fn) for _ in range(3))
+    once = max(_queued_ms(fn, 1, host), 1e-3)
+    # launches per sample: enough for about 0.2 ms of GPU work, so that tiny kernels time
+    # well, and at most about 10 ms of host work
+    inner = max(1, min(100, int(0.2 / once), int(0.01 / max(host, 1e-6))))
+    samples = [_queued_ms(fn, inner, host) / inner for _ in range(rounds)]
+    return statistics.median(samples) / 1e3
 
 
-def _graph_timer(fn: Callable[[], None], rounds: int) -> float:
-    def captured(launches: int) -> torch.cuda.CUDAGraph:
-        graph = torch.cuda.CUDAGraph()
-        with torch.cuda.graph(graph, capture_error_mode="thread_local"):
-            for _ in range(launches):
-                fn()
-        return graph
-
-    once = _replay_ms(captured(1), 3)
-    # launches per replay: enough for about 0.2 ms, so that tiny kernels time well
-    launches = max(1, min(100, int(0.2 / max(once, 1e-3))))
-    graph = captured(launches)
-    return _replay_ms(graph, rounds, median=True) / launches / 1e3
-
-
-def _replay_ms(graph: torch.cuda.CUDAGraph, rounds: int, median: bool = False) -> float:
-    start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
-    graph.replay()  # the first replay uploads the graph
-    samples = []
-    for _ in range(rounds):
-        start.record()
-        graph.replay()
-        end.record()
-        end.synchronize()
-        samples.append(start.elapsed_time(end))
-    return statistics.median(samples) if median else min(samples)
-
-
-def _event_timer(fn: Callable[[], None], rounds: int) -> float:
-    start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
-    start.record()
+def _host_seconds(fn: Callable[[], None]) -> float:
+    """Seconds the host takes to issue fn's work (the GPU idle, nothing waits)."""
+    torch.cuda.synchronize()
+    start = time.perf_counter()
     fn()
+    seconds = time.perf_counter() - start
+    torch.cuda.synchronize()
+    return seconds
+
+
+def _queued_ms(fn: Callable[[], None], launches: int, host: float) -> float:
+    start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+    # twice the host's time, at up to 2.5e9 cycles a second (no GPU clocks faster)
+    torch.cuda._sleep(int((2 * launches * host + 50e-6) * 2.5e9))
+    start.record()
+    for _ in range(launches):
+        fn()
     end.record()
     end.synchronize()
-    once = max(start.elapsed_time(end), 1e-3)
-    inner = max(1, min(100, int(0.2 / once)))
-    samples = []
-    for _ in range(rounds):
-        start.record()
-        for _ in range(inner):
-            fn()
-        end.record()
-        end.synchronize()
-        samples.append(start.elapsed_time(end) / inner)
-    return statistics.median(samples) / 1e3
+    return start.elapsed_time(end)
 
 
 def _wall_timer(fn: Callable[[], None]) -> float:

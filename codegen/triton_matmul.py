@@ -72,6 +72,12 @@ class MatmulTile(NamedTuple):
     # template more than its own pass over the result
     epilogue_apart: bool = False
 
+    @property
+    def launches(self) -> int:
+        """Launches a call takes (at most: a library tile that stores its product
+        directly takes one)."""
+        return 2 if self.library or self.epilogue_apart else 1
+
     def describe(self) -> str:
         if self.library:
             return "library (cuBLAS) + epilogue"

@@ -50,6 +50,11 @@ class Tile(NamedTuple):
     num_warps: int
     split: int = 1
 
+    @property
+    def launches(self) -> int:
+        """Kernel launches a call takes: a split reduction's second kernel combines."""
+        return 2 if self.split > 1 else 1
+
 
 def next_power_of_2(n: int) -> int:
     return 1 if n <= 1 else 1 << (n - 1).bit_length()

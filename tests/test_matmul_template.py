@@ -356,3 +356,26 @@ kernel.func @k0 attributes {pointwise = [4 : i64, 3 : i64], reduction = [5 : i64
     out = torch.empty(4, 3)
     compiled([a, b, out], [])
     torch.testing.assert_close(out, (a[:, :, None] + b[None]).sum(1))
+
+
+def test_a_candidate_of_two_launches_wins_only_by_more_than_a_launch(tmp_path, monkeypatch):
+    """The tuner times GPU work alone; a library or apart tile, which takes a second
+    launch, must beat the one-kernel tiles by more than that launch's host cost."""
+    monkeypatch.setenv("STRATA_CACHE_DIR", str(tmp_path))
+    func = _template_kernel(20, 16, 32, "f32")
+    x, w, b = torch.randn(20, 32), torch.randn(16, 32), torch.randn(16)
+    one_kernel = 10e-6
+    for library_time, wins in [(one_kernel - triton_autotune.EXTRA_LAUNCH_S / 2, False),
+                               (one_kernel - 2 * triton_autotune.EXTRA_LAUNCH_S, True)]:
+        tuned = compile_kernel(func, "cpu", max_autotune=True)
+        tuner = tuned.run.__closure__[0].cell_contents
+        timed: list[float] = []
+        tuner.timer = lambda fn: timed.append(0) or (library_time if len(timed) == len(tiles) else one_kernel)
+        tiles = triton_autotune.candidates(tuned.module, (20, 16, 32, 1), True)
+        assert tiles[-1] == MatmulTile(library=True) and tiles[-1].launches == 2 and tiles[0].launches == 1
+        out = torch.empty(20, 16)
+        tuned([x, w, b, out], [])
+        torch.testing.assert_close(out, torch.tanh(torch.addmm(b, x, w.t())))
+        (best,) = tuner.best.values()
+        assert best.library == wins, (library_time, best)
+        monkeypatch.setenv("STRATA_CACHE_DIR", str(tmp_path / "again"))  # no winner from the cache
