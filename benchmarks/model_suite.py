@@ -70,6 +70,22 @@ TOLERANCES = {"fp32": (1e-3, 1e-3), "bf16": (1.6e-2, 1.6e-2)}
 AS_ACCURATE_AS_EAGER = (1.5, 1e-3)
 
 
+def tf32_on(device: str) -> bool:
+    """Whether fp32 products may round their inputs to TF32 (suite.py --tf32): then an
+    fp32 result is judged as a bf16 one is, against the model in full fp32."""
+    return device == "cuda" and torch.backends.cuda.matmul.allow_tf32
+
+
+@contextlib.contextmanager
+def tf32_off():
+    saved = torch.backends.cuda.matmul.allow_tf32, torch.backends.cudnn.allow_tf32
+    torch.backends.cuda.matmul.allow_tf32 = torch.backends.cudnn.allow_tf32 = False
+    try:
+        yield
+    finally:
+        torch.backends.cuda.matmul.allow_tf32, torch.backends.cudnn.allow_tf32 = saved
+
+
 def as_accurate_as_eager(got: torch.Tensor, want: torch.Tensor, reference: torch.Tensor) -> bool:
     factor, slack = AS_ACCURATE_AS_EAGER
     ref = reference.double()
@@ -166,6 +182,17 @@ def suite_mode() -> str | None:
     """The torch.compile mode both compilers get: $STRATA_SUITE_MODE (suite.py --mode
     sets it, and the warm-compile process inherits it), else the default."""
     return os.environ.get("STRATA_SUITE_MODE") or None
+
+
+def allow_tf32_if_asked() -> None:
+    """fp32 products and convolutions may use TF32 where $STRATA_SUITE_TF32 is 1
+    (suite.py --tf32 sets it, and the warm-compile process inherits it): what Inductor's
+    warning tells users to set, for eager and both compilers alike."""
+    if os.environ.get("STRATA_SUITE_TF32") == "1":
+        torch.backends.cuda.matmul.allow_tf32 = torch.backends.cudnn.allow_tf32 = True
+
+
+allow_tf32_if_asked()
 
 
 def strata_options() -> dict:
@@ -282,9 +309,10 @@ def run_cell(name: str, dtype: str, device: str, small: bool, max_rounds: int, b
     with torch.no_grad():
         want = eager(*inputs)
         reference = None
-        if dtype != "fp32":  # the model in fp32, for the as-accurate-as-eager rule
+        if dtype != "fp32" or tf32_on(device):  # the model in full fp32, for the as-accurate-as-eager rule
             fp32_inputs = tuple(x.float() if x.is_floating_point() else x for x in inputs)
-            reference = entry_point(case.module, "fp32", device)(*fp32_inputs)
+            with tf32_off():
+                reference = entry_point(case.module, "fp32", device)(*fp32_inputs)
         sync(device)
         for compiler in COMPILERS:
             try:

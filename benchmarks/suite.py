@@ -115,10 +115,11 @@ def model_markdown(cells: list[Cell], device: str) -> str:
     means = geomeans(cells)
     for dtype in dict.fromkeys(c.dtype for c in cells):
         rtol, atol = TOLERANCES[dtype]
-        what = "fp32" if dtype == "fp32" else "bf16 autocast (the pointwise, softmax and layernorm models also take bf16 inputs)"
+        tf32 = dtype == "fp32" and model_suite.tf32_on(device)
+        what = ("fp32, TF32 allowed" if tf32 else "fp32") if dtype == "fp32" else "bf16 autocast (the pointwise, softmax and layernorm models also take bf16 inputs)"
         lines += [
             f"### {what} — tolerance vs eager: rtol {rtol:g}, atol {atol:g}"
-            + (" (or as accurate as eager against the fp32 model: error at most 1.5× eager's + 1e-3)" if dtype != "fp32" else ""),
+            + (" (or as accurate as eager against the model in full fp32: error at most 1.5× eager's + 1e-3)" if dtype != "fp32" or tf32 else ""),
             "",
             "| model | inputs | eager ms | Inductor ms | strata ms | Inductor vs eager | strata vs eager | strata vs Inductor "
             "| cold compile s (Inductor / strata) | warm compile s (Dynamo alone / Inductor / strata) | peak MiB (eager / Inductor / strata) "
@@ -267,6 +268,9 @@ def main() -> None:
     p.add_argument("--strata-options", default=None,
                    help='strata\'s compile options, as JSON (e.g. \'{"dynamo_cache": true}\'); the warm-compile process uses them too')
     p.add_argument("--mode", default=None, help="the torch.compile mode of both compilers' models (e.g. max-autotune)")
+    p.add_argument("--tf32", action="store_true",
+                   help="fp32 products and convolutions may use TF32 (torch.backends.cuda.matmul.allow_tf32), "
+                        "in eager and both compilers; fp32 results are then judged against the model in full fp32")
     p.add_argument("--cache-dir", default=None, help="cache folder (default: a new, empty one)")
     p.add_argument("--out", default="suite-results", help="folder for suite.md, suite.json and suite.png (with matplotlib)")
     p.add_argument("--train", action="store_true", help="run benchmarks/train_suite.py instead (its options; see its --help)")
@@ -278,6 +282,9 @@ def main() -> None:
         os.environ["STRATA_SUITE_OPTIONS"] = a.strata_options
     if a.mode:
         os.environ["STRATA_SUITE_MODE"] = a.mode
+    if a.tf32:
+        os.environ["STRATA_SUITE_TF32"] = "1"
+        model_suite.allow_tf32_if_asked()
     if a.device == "cuda" and not torch.cuda.is_available():
         sys.exit("--device cuda: no CUDA GPU here (use --device cpu --small)")
     models = a.only.split(",") if a.only else list(MODELS)
