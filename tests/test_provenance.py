@@ -57,13 +57,13 @@ def test_kernels_name_their_aten_ops_and_the_users_line(tmp_path):
     ir = (graph / "2_kernel.mlir").read_text()
     (sources,) = re.findall(r"sources = \[([^\]]*)\]", ir)
     assert sources.split(", ") == [
-        f'"aten.mul.Tensor @ {where}"',
         f'"aten.permute.default @ {where}"',
+        f'"aten.mul.Tensor @ {where}"',
         f'"aten._softmax.default @ {where}"',
     ]
     header = (graph / "kernels" / "k0.ll").read_text().splitlines()[:2]
     assert header[0] == "; strata kernel k0"
-    assert header[1] == f"; from aten ops: aten.mul.Tensor @ {where}, aten.permute.default @ {where}, aten._softmax.default @ {where}"
+    assert header[1] == f"; from aten ops: aten.permute.default @ {where}, aten.mul.Tensor @ {where}, aten._softmax.default @ {where}"
 
 
 def test_gpt_block_kernels_point_into_the_model(tmp_path):
@@ -133,8 +133,8 @@ def test_a_failing_code_generator_names_the_kernel_and_its_sources(monkeypatch):
     where = f"{__file__}:{_line(scaled_softmax, '# SOFTMAX')} in scaled_softmax"
     assert str(error).splitlines() == [
         "code generator 'llvm' failed on kernel k0; the kernel computes:",
-        f"    aten.mul.Tensor @ {where}",
         f"    aten.permute.default @ {where}",
+        f"    aten.mul.Tensor @ {where}",
         f"    aten._softmax.default @ {where}",
         "  KeyError: 'no such intrinsic'",
     ]

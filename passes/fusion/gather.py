@@ -14,8 +14,12 @@ index; walking x's views maps it like any index, and the `kernel.load` that ends
 walk names it: the load is then data-dependent (`kernel.load %x[...](%i : i64)`, with
 the symbol renamed to `v0`).
 
-x itself is always realized (plan.py): a gather reads it at positions no kernel could
-compute in step with the gather.
+x itself is realized (plan.py): a gather reads it at positions no kernel could compute
+in step with the gather. Except where the positions are computed from iotas alone (a
+cat of a few operands, passes/decompositions/shape.py) and x is elementwise ops over
+stored values: then the gathering kernel computes x at the gathered position, each
+leaf a data-dependent load, and the cat's operands never go through memory. Along a
+dim of size 1 (a stack's operands) the position is 0 whatever the index: a plain load.
 """
 
 from __future__ import annotations
@@ -47,6 +51,12 @@ def gather_at(builder, op: GatherOp, index: Index) -> SSAValue:
     """The scalar of `op` at `index`, in x's compute dtype (builder: a KernelBuilder)."""
     if not index:  # a 0-d gather reads the only element
         return builder.value_at(op.x, index)
+    if sym(op.x.type.dims[op.axis]) == 1 and not isinstance(_unviewed(op.index).owner, CheckIndexOp):
+        # the clamp sends any position to the one element (a stack's operands, read
+        # by a cat): a plain load, not a data-dependent one
+        at = list(index)
+        at[op.axis] = sympy.Integer(0)
+        return builder.value_at(op.x, tuple(at))
     i = builder.convert(builder.value_at(op.index, index), "i64")
     if not isinstance(i.owner, CheckIndexOp):  # a checked index is within the dim already
         size = prim.dims_of(prim.dims_attr([op.x.type.dims[op.axis]]))[0]
@@ -60,6 +70,12 @@ def gather_at(builder, op: GatherOp, index: Index) -> SSAValue:
     at = list(index)
     at[op.axis] = sympy.Symbol(name, integer=True, nonnegative=True)
     return builder.value_at(op.x, tuple(at))
+
+
+def _unviewed(v: SSAValue) -> SSAValue:
+    while isinstance(v.owner, prim.VIEW_OPS):
+        v = v.owner.operands[0]
+    return v
 
 
 def check_index_at(builder, op: CheckIndexOp, index: SSAValue, size: SSAValue) -> SSAValue:

@@ -165,6 +165,19 @@ class KernelBuilder:
         if name not in self.sources:
             self.sources.append(name)
 
+    def _sources_in_program_order(self) -> list[str]:
+        """The aten ops, in the order the user's program runs them (the order the kernel
+        met them in depends on which values it computes where it reads them)."""
+        block = next(iter(self.computed)).parent_block() if self.computed else None
+        if block is None:
+            return self.sources
+        position = {op: i for i, op in enumerate(block.ops)}
+        first: dict[str, int] = {}
+        for op in self.computed:
+            name = kernel_source_text(op)
+            first[name] = min(first.get(name, len(position)), position.get(op, len(position)))
+        return sorted(self.sources, key=lambda n: first.get(n, len(position)))
+
     # ------------------------------------------------------------ nodes
     def node_index(self, v: SSAValue) -> Index:
         d = self.k.domain
@@ -206,7 +219,7 @@ class KernelBuilder:
             d.pointwise_dims,
             d.reduction_dims,
             symbols,
-            self.sources,
+            self._sources_in_program_order(),
         )
         # Move the body built here into the kernel.func's region.
         func.body.detach_block(0)

@@ -217,7 +217,9 @@ def choose_realized(ops: list[Operation], outputs: list[SSAValue]) -> set[SSAVal
                 for v in op.operands:
                     _realize_root(v, realized, why, f"read by {_extern_kind(op)} {op.name}")
         elif is_inline(op) and not isinstance(op, VIEW_OPS + (prim.FullOp, prim.IotaOp)):
-            if isinstance(op, GatherOp):
+            if isinstance(op, GatherOp) and not (op.index in constant and _loads_only(op.x, realized)):
+                # positions computed from iotas alone (a cat of a few operands, a nearest
+                # upsample) let the reader compute x where it reads it, like any view
                 _realize_root(op.x, realized, why, "read by a gather, at positions held in another tensor")
             uses = effective_uses(op.results[0])
             if uses > 1 and op.results[0] not in constant:
@@ -244,6 +246,26 @@ def choose_realized(ops: list[Operation], outputs: list[SSAValue]) -> set[SSAVal
         inline = sum(1 for op in ops if is_inline(op) and op.results and op.results[0] not in realized)
         log.debug("%d inline values (elementwise, conversions, views) are computed where they are read", inline)
     return realized
+
+
+def _loads_only(v: SSAValue, realized: set[SSAValue]) -> bool:
+    """Whether v is elementwise ops, conversions and views down to realized values
+    (or graph inputs): what a kernel can compute at a position it reads from another
+    tensor, where each leaf becomes a data-dependent load (no iota, no nested gather,
+    no random draw, which would need the position as an index expression)."""
+    stack, seen = [v], set()
+    while stack:
+        x = stack.pop()
+        if x in seen or x in realized:
+            continue
+        seen.add(x)
+        op = x.owner
+        if not isinstance(op, Operation) or not is_inline(op):
+            continue
+        if not isinstance(op, VIEW_OPS + (prim.ElementwiseOp, prim.WhereOp, prim.ConvertElementTypeOp, prim.FullOp)):
+            return False
+        stack.extend(op.operands)
+    return True
 
 
 def _unfused_product_operands(total: Operation) -> list[SSAValue]:

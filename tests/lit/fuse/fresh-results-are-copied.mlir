@@ -8,7 +8,7 @@
 // CHECK:       strata-opt: values agree on inputs seed=1
 // CHECK:       kernel.func @k0 {{.*}}sources = ["prim.sin", "prim.convert_element_type"]
 // CHECK-COUNT-2:  kernel.store
-// CHECK:       kernel.func @k1 {{.*}}sources = ["prim.convert_element_type", "prim.permute"]
+// CHECK:       kernel.func @k1 {{.*}}sources = ["prim.permute", "prim.convert_element_type"]
 // CHECK:         kernel.store %{{.*}}, %{{.*}}["3*x0 + x1"]
 // CHECK:       kernel.program @graph
 // CHECK:         %[[Y:[0-9]+]], %[[C2:[0-9]+]] = kernel.launch @k0
