@@ -236,6 +236,20 @@ def test_fold_sign_ops_keeps_values_of_sign_chains(program):
     assert_pass_keeps_values(program, "fold-sign-ops")
 
 
+# Conversions read by several consumers: each elementwise reader converts where it
+# reads, where that moves no more bytes (passes/fusion/plan.py's _recomputed_by_readers).
+CONVERSIONS = sst.prim_programs(favour=("prim.convert_element_type",),
+                                steps=("unary", "binary", "view", "convert", "reduction"), max_ops=10)
+
+
+@given(program=CONVERSIONS)
+def test_conversions_read_by_several_keep_values_through_fusion(program):
+    assume(known_bug(program) is None)
+    remember(program, f"-p '{','.join(KERNEL_PIPELINE)}'")
+    problem = check_pipeline(program, KERNEL_PIPELINE)
+    assert problem is None, report(program, f"-p '{','.join(KERNEL_PIPELINE)}'", f"fusion changed the values: {problem}")
+
+
 # Matrix products of one row, rewritten as on a GPU.
 ROW_PRODUCTS = sst.prim_programs(favour=("prim.mm", "prim.addmm"), matmul_sizes=(1,))
 ON_CUDA = 'matvec-to-reduction{device="cuda"}'

@@ -222,7 +222,7 @@ def choose_realized(ops: list[Operation], outputs: list[SSAValue]) -> set[SSAVal
                 # upsample) let the reader compute x where it reads it, like any view
                 _realize_root(op.x, realized, why, "read by a gather, at positions held in another tensor")
             uses = effective_uses(op.results[0])
-            if uses > 1 and op.results[0] not in constant:
+            if uses > 1 and op.results[0] not in constant and not _recomputed_by_readers(op.results[0], uses, realized):
                 realized.add(op.results[0])
                 if why is not None:
                     why.setdefault(op.results[0], f"read by {uses} consumers: computed once, not once per reader")
@@ -246,6 +246,38 @@ def choose_realized(ops: list[Operation], outputs: list[SSAValue]) -> set[SSAVal
         inline = sum(1 for op in ops if is_inline(op) and op.results and op.results[0] not in realized)
         log.debug("%d inline values (elementwise, conversions, views) are computed where they are read", inline)
     return realized
+
+
+def _recomputed_by_readers(v: SSAValue, uses: int, realized: set[SSAValue]) -> bool:
+    """Whether each reader of v computes it where it reads it, rather than one kernel
+    writing it and each reader reading it back: where v is a conversion (through views)
+    of a stored tensor, its readers are all elementwise (a reduction reading it keeps
+    the order its sums had), and reading that tensor once per reader moves no more bytes
+    than the write and the reads of v, (uses - 1) · in ≤ (uses + 1) · out bytes an
+    element. A widening (a rotary embedding's x.float(), read by four products) always
+    is; an f32 → bf16 rounding read by four readers is not. Conversions only: they give
+    the same bits in any kernel. Not the rounding of a 16-bit op computed in f32 either:
+    stored, it is rounded to its dtype as eager rounds it; a reader would keep f32."""
+    op = v.owner
+    if not isinstance(op, prim.ConvertElementTypeOp) or prim.OPMATH_ROUNDING in op.attributes:
+        return False
+    source = op.x
+    while isinstance(source.owner, VIEW_OPS) and source not in realized:
+        source = source.owner.operands[0]
+    if isinstance(source.owner, Operation) and is_inline(source.owner) and source not in realized:
+        return False  # the reader would compute what it converts too
+    if not all(isinstance(r, prim.ElementwiseOp | prim.WhereOp | prim.ConvertElementTypeOp) for r in _readers(v)):
+        return False
+    return (uses - 1) * _itemsize(source) <= (uses + 1) * _itemsize(v)
+
+
+def _readers(v: SSAValue) -> list[Operation]:
+    """The ops that read v, through views."""
+    out = []
+    for use in v.uses:
+        op = use.operation
+        out += _readers(op.results[0]) if isinstance(op, VIEW_OPS) else [op]
+    return out
 
 
 def _loads_only(v: SSAValue, realized: set[SSAValue]) -> bool:
