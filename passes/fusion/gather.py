@@ -32,6 +32,7 @@ from strata.dialects import prim
 from strata.dialects.prim_indexing import CheckIndexOp, GatherOp
 from strata.dialects.types import sym
 from strata.passes.fusion.indexing import Index
+from strata.passes.fusion.plan import view_root
 from strata.passes.provenance import source_of
 
 # The placeholder the planner puts at a gathered dim: no loop variable equals it.
@@ -51,7 +52,7 @@ def gather_at(builder, op: GatherOp, index: Index) -> SSAValue:
     """The scalar of `op` at `index`, in x's compute dtype (builder: a KernelBuilder)."""
     if not index:  # a 0-d gather reads the only element
         return builder.value_at(op.x, index)
-    if sym(op.x.type.dims[op.axis]) == 1 and not isinstance(_unviewed(op.index).owner, CheckIndexOp):
+    if sym(op.x.type.dims[op.axis]) == 1 and not isinstance(view_root(op.index).owner, CheckIndexOp):
         # the clamp sends any position to the one element (a stack's operands, read
         # by a cat): a plain load, not a data-dependent one
         at = list(index)
@@ -70,12 +71,6 @@ def gather_at(builder, op: GatherOp, index: Index) -> SSAValue:
     at = list(index)
     at[op.axis] = sympy.Symbol(name, integer=True, nonnegative=True)
     return builder.value_at(op.x, tuple(at))
-
-
-def _unviewed(v: SSAValue) -> SSAValue:
-    while isinstance(v.owner, prim.VIEW_OPS):
-        v = v.owner.operands[0]
-    return v
 
 
 def check_index_at(builder, op: CheckIndexOp, index: SSAValue, size: SSAValue) -> SSAValue:

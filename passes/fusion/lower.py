@@ -168,15 +168,12 @@ class KernelBuilder:
     def _sources_in_program_order(self) -> list[str]:
         """The aten ops, in the order the user's program runs them (the order the kernel
         met them in depends on which values it computes where it reads them)."""
-        block = next(iter(self.computed)).parent_block() if self.computed else None
-        if block is None:
-            return self.sources
-        position = {op: i for i, op in enumerate(block.ops)}
+        last = len(self.plan.order)
         first: dict[str, int] = {}
         for op in self.computed:
             name = kernel_source_text(op)
-            first[name] = min(first.get(name, len(position)), position.get(op, len(position)))
-        return sorted(self.sources, key=lambda n: first.get(n, len(position)))
+            first[name] = min(first.get(name, last), self.plan.order.get(op, last))
+        return sorted(self.sources, key=lambda n: first.get(n, last))
 
     # ------------------------------------------------------------ nodes
     def node_index(self, v: SSAValue) -> Index:

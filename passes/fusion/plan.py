@@ -157,6 +157,7 @@ class Plan:
     schedule: list[Kernel | Operation] = field(default_factory=list)
     realized: set[SSAValue] = field(default_factory=set)
     kernel_of: dict[SSAValue, Kernel] = field(default_factory=dict)
+    order: dict[Operation, int] = field(default_factory=dict)  # each op's position in the graph
 
 
 def dims_of(v: SSAValue) -> tuple[Dim, ...]:
@@ -167,14 +168,16 @@ def dims_of(v: SSAValue) -> tuple[Dim, ...]:
 
 def effective_uses(v: SSAValue) -> int:
     """How many non-view consumers read v, counting through chains of views."""
-    n = 0
+    return len(readers(v))
+
+
+def readers(v: SSAValue) -> list[Operation]:
+    """The ops that read v, through chains of views (one entry per operand read)."""
+    out = []
     for use in v.uses:
         op = use.operation
-        if isinstance(op, VIEW_OPS):
-            n += effective_uses(op.results[0])
-        else:
-            n += 1
-    return n
+        out += readers(op.results[0]) if isinstance(op, VIEW_OPS) else [op]
+    return out
 
 
 def view_root(v: SSAValue) -> SSAValue:
@@ -266,18 +269,9 @@ def _recomputed_by_readers(v: SSAValue, uses: int, realized: set[SSAValue]) -> b
         source = source.owner.operands[0]
     if isinstance(source.owner, Operation) and is_inline(source.owner) and source not in realized:
         return False  # the reader would compute what it converts too
-    if not all(isinstance(r, prim.ElementwiseOp | prim.WhereOp | prim.ConvertElementTypeOp) for r in _readers(v)):
+    if not all(isinstance(r, prim.ElementwiseOp | prim.WhereOp | prim.ConvertElementTypeOp) for r in readers(v)):
         return False
     return (uses - 1) * _itemsize(source) <= (uses + 1) * _itemsize(v)
-
-
-def _readers(v: SSAValue) -> list[Operation]:
-    """The ops that read v, through views."""
-    out = []
-    for use in v.uses:
-        op = use.operation
-        out += _readers(op.results[0]) if isinstance(op, VIEW_OPS) else [op]
-    return out
 
 
 def _loads_only(v: SSAValue, realized: set[SSAValue]) -> bool:
@@ -428,7 +422,7 @@ def same_index(a: Index, b: Index) -> bool:
 
 
 def build_plan(ops: list[Operation], outputs: list[SSAValue]) -> Plan:
-    plan = Plan(realized=choose_realized(ops, outputs))
+    plan = Plan(realized=choose_realized(ops, outputs), order={op: i for i, op in enumerate(ops)})
     ready: dict[SSAValue, int] = {}  # realized value -> schedule position producing it
     for op in ops:
         if is_extern(op):
