@@ -96,7 +96,7 @@ class Autotuner:
         if not times:
             bar.close()
             raise RuntimeError(f"strata: no tile of kernel {self.name} ran; the first failed above")
-        best = min(times, key=lambda t: times[t] + EXTRA_LAUNCH_S * (getattr(t, "launches", 1) - 1))
+        best = min(times, key=lambda t: times[t] + EXTRA_LAUNCH_S * (t.launches - 1))
         done(bar, f"{describe(best)}, {times[best] * 1e3:.3f} ms (heuristic {times.get(tiles[0], float('nan')) * 1e3:.3f} ms)")
         log.info("%s: autotuned %d tiles: %s", self.name, len(times), ", ".join(f"{describe(t)} {s * 1e3:.3f} ms" for t, s in times.items()))
         self.timings[sizes] = times

@@ -429,6 +429,13 @@ class MatmulTemplate:
             readers += [use.operation for r in op.results for use in r.uses]
         return None
 
+    @property
+    def apart_stored(self) -> SSAValue:
+        """The value the apart product kernel stores: the last op of apart_chain's, or
+        the product's where the chain is empty."""
+        chain = self.apart_chain
+        return (chain[-1] if chain else self.dots[0]).results[0]
+
     # ------------------------------------------------------------------ code
     def module(self) -> str:
         kernels = [self._kernel("fused")]
@@ -569,16 +576,13 @@ class MatmulTemplate:
             skipped = {stand_in}
             lines.append(f"{self.names[stand_in.results[0]]} = tl.load({at}, mask=emask).to(tl.float32)")
         elif mode == "rest":  # the product kernel's stored value, in its own dtype
-            chain = self.apart_chain
-            skipped = set(chain)
-            last = chain[-1] if chain else self.dots[0]
-            lines.append(f"{self.names[last.results[0]]} = tl.load({at}, mask=emask)")
+            skipped = set(self.apart_chain)
+            lines.append(f"{self.names[self.apart_stored]} = tl.load({at}, mask=emask)")
         else:
             lines += [f"{self.names[dot.result]} = acc{i}" for i, dot in enumerate(self.dots)]
         if mode == "product":
-            chain = self.apart_chain
             kept = set()
-            stack = list(chain)
+            stack = list(self.apart_chain)
             while stack:  # the chain and what its other operands are computed from
                 op = stack.pop()
                 if op not in kept:
@@ -598,9 +602,7 @@ class MatmulTemplate:
             else:
                 lines.append(f"{self.names[op.results[0]]} = {self._expr(op, None, '[BLOCK_M, BLOCK_N]')}")
         if mode == "product":
-            chain = self.apart_chain
-            last = chain[-1] if chain else self.dots[0]
-            lines.append(f"tl.store({at}, tl.broadcast_to({self.names[last.results[0]]}, [BLOCK_M, BLOCK_N]), mask=emask)")
+            lines.append(f"tl.store({at}, tl.broadcast_to({self.names[self.apart_stored]}, [BLOCK_M, BLOCK_N]), mask=emask)")
         return lines
 
     def _epilogue_load(self, op: kernel.LoadOp, env: dict[str, str], full: str) -> str:
@@ -685,9 +687,7 @@ class MatmulTemplate:
 
     def _product_buffer(self) -> str:
         """Code for the buffer the apart product kernel stores into."""
-        chain = self.apart_chain
-        last = chain[-1] if chain else self.dots[0]
-        dtype = str(DTYPES[scalar_dtype(last.results[0].type)])
+        dtype = str(DTYPES[scalar_dtype(self.apart_stored.type)])
         first = next(iter(self.buffers.values()))
         return f"torch.empty((NBATCH * M * N,), dtype={dtype}, device={first}.device)"
 

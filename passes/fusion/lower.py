@@ -68,7 +68,6 @@ class KernelBuilder:
         self.output_args: dict[SSAValue, SSAValue] = {}
         self.memo: dict[tuple[SSAValue, tuple[str, ...]], SSAValue] = {}
         self.node_scalars: dict[SSAValue, SSAValue] = {}
-        self.sources: list[str] = []
         self.computed: dict[Operation, None] = {}  # the graph's ops this kernel computes, in order
         self.contractions = Contractions(enabled=not emulate_precision_casts)
 
@@ -158,22 +157,18 @@ class KernelBuilder:
         return result
 
     def note_source(self, op: Operation) -> None:
-        """Lists the aten op `op` came from, with the user's file:line where Dynamo
-        recorded it (`aten.gelu.default @ model.py:12 in forward`)."""
+        """Notes that this kernel computes `op` (its aten op: `sources`)."""
         self.computed[op] = None
-        name = kernel_source_text(op)
-        if name not in self.sources:
-            self.sources.append(name)
 
-    def _sources_in_program_order(self) -> list[str]:
-        """The aten ops, in the order the user's program runs them (the order the kernel
-        met them in depends on which values it computes where it reads them)."""
+    @property
+    def sources(self) -> list[str]:
+        """The aten ops this kernel computes, with the user's file:line where Dynamo
+        recorded it (`aten.gelu.default @ model.py:12 in forward`), in the order the
+        user's program runs them (the order the kernel met them in depends on which
+        values it computes where it reads them)."""
         last = len(self.plan.order)
-        first: dict[str, int] = {}
-        for op in self.computed:
-            name = kernel_source_text(op)
-            first[name] = min(first.get(name, last), self.plan.order.get(op, last))
-        return sorted(self.sources, key=lambda n: first.get(n, last))
+        ordered = sorted(self.computed, key=lambda op: self.plan.order.get(op, last))
+        return list(dict.fromkeys(kernel_source_text(op) for op in ordered))
 
     # ------------------------------------------------------------ nodes
     def node_index(self, v: SSAValue) -> Index:
@@ -216,7 +211,7 @@ class KernelBuilder:
             d.pointwise_dims,
             d.reduction_dims,
             symbols,
-            self._sources_in_program_order(),
+            self.sources,
         )
         # Move the body built here into the kernel.func's region.
         func.body.detach_block(0)

@@ -224,8 +224,9 @@ def choose_realized(ops: list[Operation], outputs: list[SSAValue]) -> set[SSAVal
                 # positions computed from iotas alone (a cat of a few operands, a nearest
                 # upsample) let the reader compute x where it reads it, like any view
                 _realize_root(op.x, realized, why, "read by a gather, at positions held in another tensor")
-            uses = effective_uses(op.results[0])
-            if uses > 1 and op.results[0] not in constant and not _recomputed_by_readers(op.results[0], uses, realized):
+            reads = readers(op.results[0])
+            uses = len(reads)
+            if uses > 1 and op.results[0] not in constant and not _recomputed_by_readers(op.results[0], reads, realized):
                 realized.add(op.results[0])
                 if why is not None:
                     why.setdefault(op.results[0], f"read by {uses} consumers: computed once, not once per reader")
@@ -251,7 +252,7 @@ def choose_realized(ops: list[Operation], outputs: list[SSAValue]) -> set[SSAVal
     return realized
 
 
-def _recomputed_by_readers(v: SSAValue, uses: int, realized: set[SSAValue]) -> bool:
+def _recomputed_by_readers(v: SSAValue, reads: list[Operation], realized: set[SSAValue]) -> bool:
     """Whether each reader of v computes it where it reads it, rather than one kernel
     writing it and each reader reading it back: where v is a conversion (through views)
     of a stored tensor, its readers are all elementwise (a reduction reading it keeps
@@ -269,8 +270,9 @@ def _recomputed_by_readers(v: SSAValue, uses: int, realized: set[SSAValue]) -> b
         source = source.owner.operands[0]
     if isinstance(source.owner, Operation) and is_inline(source.owner) and source not in realized:
         return False  # the reader would compute what it converts too
-    if not all(isinstance(r, prim.ElementwiseOp | prim.WhereOp | prim.ConvertElementTypeOp) for r in readers(v)):
+    if not all(isinstance(r, prim.ElementwiseOp | prim.WhereOp | prim.ConvertElementTypeOp) for r in reads):
         return False
+    uses = len(reads)
     return (uses - 1) * _itemsize(source) <= (uses + 1) * _itemsize(v)
 
 
