@@ -47,10 +47,10 @@ from xdsl.ir import Operation, SSAValue
 from strata.codegen.triton_index import fits_int32, int_code
 from strata.codegen.triton_launcher import EXACT_OPTIONS, FUSED_OPTIONS, function_source
 from strata.codegen.triton_math import helper_sources
-from strata.codegen.triton_scalar_ops import LOW_PRECISION, ScalarOps
+from strata.codegen.triton_scalar_ops import LOW_PRECISION, ScalarOps, tl_dtype
 from strata.codegen.triton_source import _contraction_safe, _dtype_of, bound_for_16_bits, kernel_name
 from strata.dialects import kernel
-from strata.dialects.attributes import DOT_ATTR
+from strata.dialects.attributes import CONVOLUTION_ATTR, DOT_ATTR, convolution_params
 from strata.dialects.prim import ConvertElementTypeOp, ElementwiseOp, WhereOp
 from strata.dialects.types import DTYPES, scalar_dtype, sym
 
@@ -206,10 +206,10 @@ class MatmulTemplate:
         for op in self.body:
             if isinstance(op, kernel.StoreOp):
                 continue
-            if isinstance(op, kernel.LoadOp) and op.values:
-                raise NotTemplate("a load at a data-dependent index")
             if isinstance(op, kernel.IndexedOp):
                 found = frozenset(s.name for s in self.index[op].free_symbols if _is_loop_var(s.name))
+                if isinstance(op, kernel.LoadOp):  # a gather: where its position's values vary too
+                    found = found.union(*(out[v] for v in op.values))
             elif isinstance(op, arith.ConstantOp):
                 found = frozenset()
             elif isinstance(op, (ElementwiseOp, WhereOp, ConvertElementTypeOp)):
@@ -291,6 +291,8 @@ class MatmulTemplate:
         }
 
     def _needs_int64(self, xdims, rdims) -> bool:
+        if any(isinstance(op, kernel.LoadOp) and op.values for op in self.index):
+            return True  # a gather's positions are i64 values
         if any(d.free_symbols for d in (*xdims, *rdims)) or any(
                 s.name in self.symbols for e in self.index.values() for s in e.free_symbols):
             return True
@@ -306,11 +308,22 @@ class MatmulTemplate:
             return op.x
         return v
 
+    def _narrow(self, v: SSAValue) -> str:
+        """The dtype a side's values all fit exactly: a widened f16/bf16 value's own,
+        also through a `where` between it and a constant (a convolution's window, zero
+        in the padding, whose where the kernel computes in f32)."""
+        peeled = self._peeled(v)
+        op = peeled.owner
+        if peeled is v and isinstance(op, WhereOp) and isinstance(op.operands[2].owner, arith.ConstantOp):
+            inner = self._peeled(op.operands[1])
+            if inner is not op.operands[1]:
+                return scalar_dtype(inner.type)
+        return scalar_dtype(peeled.type)
+
     def _dot_dtype(self, i: int) -> str:
         """The type tl.dot multiplies in: the sides' own where they agree (Triton's
         interpreter computes with numpy, which has no bf16: f32 there)."""
-        p, q = (self._peeled(v) for v in self.operands[i])
-        dp, dq = scalar_dtype(p.type), scalar_dtype(q.type)
+        dp, dq = (self._narrow(v) for v in self.operands[i])
         return dp if dp == dq and self.device == "cuda" else "f32"
 
     # ------------------------------------------------------------------ library tile
@@ -334,6 +347,22 @@ class MatmulTemplate:
         if scalar_dtype(la.result.type) != scalar_dtype(lb.result.type):
             return None
         return out
+
+    @functools.cached_property
+    def convolution(self) -> tuple[dict[str, tuple[int, ...]], kernel.LoadOp, kernel.LoadOp] | None:
+        """For the one product that is a 2-d convolution (passes/convolution_to_dot.py),
+        its parameters and the loads of x and w, where each side is one load of the
+        convolution's dtype (maybe widened, maybe zeroed in the padding): the library
+        tile then runs the convolution itself (cuDNN) on those buffers."""
+        if len(self.dots) != 1 or CONVOLUTION_ATTR not in self.dots[0].attributes:
+            return None
+        loads = []
+        for side, v in zip(SIDES, self.operands[0]):
+            found = [op for op in self.sides if side in self.sides[op] and isinstance(op, kernel.LoadOp)]
+            if len(found) != 1 or scalar_dtype(found[0].result.type) != self._narrow(v):
+                return None
+            loads.append(found[0])
+        return convolution_params(self.dots[0].attributes[CONVOLUTION_ATTR]), *loads
 
     def _batch_groups(self) -> list[Group]:
         batch = self.groups["batch"]
@@ -360,8 +389,7 @@ class MatmulTemplate:
             return None
         other = next(v for v in add.operands if v is not self.dots[0].result)
         load = self._peeled(other).owner
-        operand = self._peeled(self.operands[0][0]).owner
-        if not isinstance(load, kernel.LoadOp) or scalar_dtype(load.result.type) != scalar_dtype(operand.result.type):
+        if not isinstance(load, kernel.LoadOp) or scalar_dtype(load.result.type) != self._narrow(self.operands[0][0]):
             return None
         strided = self._view_strides(self.index[load], [self.groups["n"]])
         if strided is None or strided[0][0] == 0:
@@ -439,7 +467,7 @@ class MatmulTemplate:
     # ------------------------------------------------------------------ code
     def module(self) -> str:
         kernels = [self._kernel("fused")]
-        library = self.library_operands() is not None
+        library = self.library_operands() is not None or self.convolution is not None
         apart = self.apart_chain is not None
         if library:
             kernels.append(self._kernel("library"))
@@ -541,15 +569,18 @@ class MatmulTemplate:
                 if isinstance(op, kernel.LoadOp):
                     mask = masked and any(s.startswith("r") for s in self._names(op))
                     extra = f", mask={kmask[side]}, other=0" if mask else ""
-                    lines.append(f"{name} = tl.load({self.buffers[op.buffer]} + ({self._index(op, env[side])}){extra})")
+                    lines.append(f"{name} = tl.load({self.buffers[op.buffer]} + ({self._index(op, env[side], side)}){extra})")
+                elif isinstance(op, kernel.IndexOp):
+                    lines.append(f"{name} = {self._index(op, env[side])}")
                 else:
                     lines.append(f"{name} = {self._expr(op, side, shapes[side])}")
         for i, (p, q) in enumerate(self.operands):
             for side, v in zip(SIDES, (p, q)):
                 value = self._peeled(v)
                 code = f"tl.broadcast_to({side}_{self.names[value]}, {shapes[side]})"
-                if self._dot_dtype(i) == "f32" and scalar_dtype(value.type) != "f32":
-                    code = f"{code}.to(tl.float32)"
+                dot = self._dot_dtype(i)
+                if dot != scalar_dtype(value.type):  # a widening, or a where of one narrowed back (exact)
+                    code = f"{code}.to({tl_dtype(dot)})"
                 zeroed = isinstance(value.owner, kernel.LoadOp) and any(n.startswith("r") for n in self._names(value.owner))
                 if masked and not zeroed:  # past K: zero, whatever the side computed there
                     code = f"tl.where({kmask[side]}, {code}, 0)"
@@ -599,6 +630,8 @@ class MatmulTemplate:
                 lines.append(f"tl.store({self.buffers[op.buffer]} + ({self._index(op, env)} + {full}), {value}, mask=emask)")
             elif isinstance(op, kernel.LoadOp):
                 lines.append(f"{self.names[op.results[0]]} = {self._epilogue_load(op, env, full)}")
+            elif isinstance(op, kernel.IndexOp):
+                lines.append(f"{self.names[op.results[0]]} = {self._index(op, env)}")
             else:
                 lines.append(f"{self.names[op.results[0]]} = {self._expr(op, None, '[BLOCK_M, BLOCK_N]')}")
         if mode == "product":
@@ -610,19 +643,26 @@ class MatmulTemplate:
         [1, BLOCK_N] row, a value along m as one [BLOCK_M, 1] column (read once, not once
         per element of the tile, and broadcast by what uses it); else the whole tile."""
         names = self._names(op)
-        pointer = f"{self.buffers[op.buffer]} + ({self._index(op, env)}"
+        pointer = f"{self.buffers[op.buffer]} + ({self._index(op, env, '')}"
         if names and names <= self.n_vars:
             return f"tl.load({pointer}), mask=en < N)"
         if names and names <= self.m_vars:
             return f"tl.load({pointer}), mask=em < M)"
         return f"tl.load({pointer} + {full}), mask=emask)"
 
-    def _index(self, op: kernel.IndexedOp, env: dict[str, str]) -> str:
+    def _index(self, op: kernel.IndexedOp, env: dict[str, str], side: str | None = None) -> str:
+        """The index's code over `env`'s loop variables; a gather's values (v0, …) as
+        computed on `side` ("a", "b", or "" for the epilogue's)."""
         expr = self.index[op]
-        names = {s: sympy.Symbol(f"__{s.name}", integer=True, nonnegative=True) for s in expr.free_symbols if _is_loop_var(s.name)}
+        code_of = dict(env)
+        if isinstance(op, kernel.LoadOp) and op.values:
+            prefix = f"{side}_" if side else ""
+            code_of |= {n: f"{prefix}{self.names[v]}" for n, v in op.value_names.items()}
+        names = {s: sympy.Symbol(f"__{s.name}", integer=True, nonnegative=True)
+                 for s in expr.free_symbols if s.name in code_of or _is_loop_var(s.name)}
         code = int_code(expr.xreplace(names))
         for s, placeholder in names.items():
-            code = code.replace(placeholder.name, f"({env.get(s.name, s.name)})")
+            code = code.replace(placeholder.name, f"({code_of.get(s.name, s.name)})")
         return code
 
     def _expr(self, op: Operation, side: str | None, shape: str) -> str:
@@ -691,7 +731,29 @@ class MatmulTemplate:
         first = next(iter(self.buffers.values()))
         return f"torch.empty((NBATCH * M * N,), dtype={dtype}, device={first}.device)"
 
+    def _convolution_launcher(self, unpack: list[str], options: str) -> str:
+        """The library tile of a convolution: torch's (cuDNN's) on the buffers of x and w,
+        where they hold x and w as they are (the template where they are views), its
+        result laid out [n·oh·ow, c_out] for the epilogue kernel."""
+        params, x, w = self.convolution
+        shapes = f"tuple(x.shape) != {params['x']} or tuple(w.shape) != {params['w']}"
+        lines = [*unpack, f"x, w = {self.buffers[x.buffer]}, {self.buffers[w.buffer]}",
+                 f"if {shapes}:", "    return launch_tile(heuristic_tile(M, N, K, WIDE), buffers, symbols)"]
+        bias = "None"
+        if self.library_bias() is not None:
+            _, load, stride, offset = self.library_bias()
+            lines.append(f"bias = {_view(self.buffers[load.buffer], 'N', int_code(stride, python=True), offset)}")
+            bias = "bias"
+        call = (f"torch.convolution(x, w, {bias}, {params['stride']}, {params['padding']}, {params['dilation']}, "
+                "False, (0, 0), 1)")
+        args = ", ".join([*self.buffers.values(), "product", *self.symbols, "M", "N", "K"])
+        lines += [f"product = {call}.permute(0, 2, 3, 1).contiguous()",
+                  *_epilogue_launch(f"{self.name}_epilogue", args, options)]
+        return function_source("_library", ["buffers", "symbols", "M", "N", "K", "NBATCH"], lines)
+
     def _library_launcher(self, unpack: list[str], options: str) -> str:
+        if self.convolution is not None:
+            return self._convolution_launcher(unpack, options)
         batch = self.groups["batch"]
         (la, sa, oa), (lb, sb, ob) = self.library_operands()
         shape = [int_code(d, python=True) for d in batch.dims]

@@ -49,3 +49,11 @@ DOT_ATTR = "strata.dot"
 # On such a prim.sum and the rounding of its result: the product is realized as it is,
 # with no epilogue fused into its kernel (the option epilogue_fusion=False).
 NO_EPILOGUE_ATTR = "strata.no_epilogue"
+# On a marked prim.sum that is a 2-d convolution (passes/convolution_to_dot.py): its
+# stride, padding, dilation and operand shapes, for the template's library call (cuDNN).
+CONVOLUTION_ATTR = "strata.convolution"
+
+
+def convolution_params(attr) -> dict[str, tuple[int, ...]]:
+    """CONVOLUTION_ATTR's fields (a dictionary of comma-separated ints) as tuples."""
+    return {k: tuple(int(v) for v in attr.data[k].data.split(",")) for k in ("stride", "padding", "dilation", "x", "w")}

@@ -1,6 +1,7 @@
-"""matmul-to-dot: matrix products (prim.mm, prim.bmm, prim.addmm) as sums over k of
-f32 products, which fusion makes one kernel with what surrounds them and the Triton
-generator runs as a tiled `tl.dot` template (codegen/triton_matmul.py).
+"""matmul-to-dot: matrix products (prim.mm, prim.bmm, prim.addmm) and 2-d convolutions
+(passes/convolution_to_dot.py) as sums over k of f32 products, which fusion makes one
+kernel with what surrounds them and the Triton generator runs as a tiled `tl.dot`
+template (codegen/triton_matmul.py).
 
 A library call runs alone: the bias, activation, residual add or cast that follows it
 is another kernel that reads the product back from memory. Written as
@@ -32,12 +33,13 @@ from xdsl.context import Context
 from xdsl.dialects.builtin import ModuleOp, StringAttr, UnitAttr
 from xdsl.ir import Operation, SSAValue
 from xdsl.passes import ModulePass
-from xdsl.pattern_rewriter import PatternRewriter, PatternRewriteWalker
+from xdsl.pattern_rewriter import GreedyRewritePatternApplier, PatternRewriter, PatternRewriteWalker
 from xdsl.pattern_rewriter import RewritePattern, op_type_rewrite_pattern
 
 from strata.dialects import prim
 from strata.dialects.attributes import DOT_ATTR, NO_EPILOGUE_ATTR, graph_device
 from strata.dialects.types import TensorType, sym
+from strata.passes import convolution_to_dot
 from strata.passes.provenance import inserter
 
 MUL, ADD = prim.ELEMENTWISE_OPS["mul"], prim.ELEMENTWISE_OPS["add"]
@@ -151,6 +153,18 @@ class ProductToDot(RewritePattern):
         rewriter.erase(op)
 
 
+@dataclass
+class ConvolutionToDot(RewritePattern):
+    target: str = ""
+    epilogue_fusion: bool = True
+
+    @op_type_rewrite_pattern
+    def match_and_rewrite(self, op: prim.ConvolutionOp, rewriter: PatternRewriter) -> None:
+        """A 2-d convolution as an implicit GEMM (passes/convolution_to_dot.py)."""
+        if convolution_to_dot.eligible(op, self.target):
+            convolution_to_dot.rewrite(op, rewriter, self.epilogue_fusion)
+
+
 def _eligible(op: Operation, a: SSAValue, b: SSAValue, target: str) -> bool:
     ta, tb = a.type, b.type
     if not (isinstance(ta, TensorType) and isinstance(tb, TensorType)) or ta.dtype not in DTYPES:
@@ -170,4 +184,6 @@ class MatmulToDotPass(ModulePass):
     def apply(self, ctx: Context, op: ModuleOp) -> None:
         if self.target not in ("", "triton"):
             raise ValueError(f"matmul-to-dot: target must be '' (the graph's device) or 'triton', not {self.target!r}")
-        PatternRewriteWalker(ProductToDot(self.target, self.epilogue_fusion)).rewrite_module(op)
+        PatternRewriteWalker(GreedyRewritePatternApplier([
+            ProductToDot(self.target, self.epilogue_fusion), ConvolutionToDot(self.target, self.epilogue_fusion),
+        ])).rewrite_module(op)

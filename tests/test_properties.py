@@ -301,6 +301,33 @@ def test_matmul_template_matches_kernel_interpreter(program):
     assert problem is None, report(program, f"-p '{','.join(passes)}' --check-codegen triton", problem)
 
 
+# Convolutions, as implicit GEMMs (passes/convolution_to_dot.py): the same pass and the
+# same template, each window read at positions computed from iotas.
+CONVOLUTIONS = sst.prim_programs(favour=("prim.convolution",))
+
+
+def test_convolutions_reach_matmul_to_dot():
+    # half the drawn convolutions are 1-d, half grouped, a quarter of a symbolic batch:
+    # those stay library calls
+    assert_reaches(FOR_TRITON, CONVOLUTIONS, share=0.05)
+
+
+@given(program=CONVOLUTIONS)
+def test_matmul_to_dot_keeps_values_of_convolutions(program):
+    assert_pass_keeps_values(program, FOR_TRITON)
+
+
+@given(program=CONVOLUTIONS)
+def test_convolution_template_matches_kernel_interpreter(program):
+    assume(known_bug(program) is None)
+    passes = [FOR_TRITON, *KERNEL_PIPELINE]
+    remember(program, f"-p '{','.join(passes)}' --check-codegen triton")
+    module = program.module.clone()
+    run_pipeline(module, *_names_and_options(passes))
+    problem = check_codegen(module, "triton", program.spec)
+    assert problem is None, report(program, f"-p '{','.join(passes)}' --check-codegen triton", problem)
+
+
 @pytest.mark.parametrize(
     "name", [pytest.param(n, marks=pytest.mark.xfail(strict=True, reason=b.summary)) for n, b in KNOWN_BUGS.items()]
 )

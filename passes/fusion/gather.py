@@ -94,4 +94,18 @@ def load_op(builder, buffer: SSAValue, index: sympy.Expr) -> kd.LoadOp:
     if not names:
         return kd.LoadOp(buffer, index)
     renamed = {s: sympy.Symbol(f"v{names.index(s.name)}", integer=True) for s in index.free_symbols if s.name in dynamic}
-    return kd.LoadOp(buffer, index.xreplace(renamed), [dynamic[n] for n in names])
+    return kd.LoadOp(buffer, unsplit(index.xreplace(renamed)), [dynamic[n] for n in names])
+
+
+def unsplit(index: sympy.Expr) -> sympy.Expr:
+    """`index` with each c·(n·floor(v/n) + Mod(v, n)) written c·v: a gathered position
+    split by a view into two dims that the buffer lays out as one (a convolution's
+    flat h·w position in an NCHW or NHWC tensor, a pad's), read without dividing."""
+    expanded = sympy.expand(index)
+    for mod in sorted(expanded.atoms(sympy.Mod), key=sympy.default_sort_key):
+        v, n = mod.args
+        whole = sympy.floor(v / n)
+        c_mod, c_whole = expanded.coeff(mod), expanded.coeff(whole)
+        if c_mod != 0 and sympy.expand(c_whole - c_mod * n) == 0:
+            expanded = sympy.expand(expanded - c_mod * mod - c_whole * whole + c_mod * v)
+    return expanded

@@ -43,7 +43,7 @@ from xdsl.ir import BlockArgument, Operation, SSAValue
 from xdsl.rewriter import InsertPoint, Rewriter
 
 from strata.dialects import prim
-from strata.dialects.attributes import STRIDES_ATTR, graph_device
+from strata.dialects.attributes import CONVOLUTION_ATTR, STRIDES_ATTR, graph_device
 from strata.dialects.types import Dim, TensorType, sym
 from strata.passes.fusion.plan import Plan, view_root
 
@@ -104,7 +104,12 @@ def choose_layouts(
     returned = {view_root(v) for v in outputs}
     convolutions = [op for op in ops if isinstance(op, prim.ConvolutionOp) and _rank(op.results[0]) == 4]
     layouts: dict[SSAValue, tuple[Dim, ...]] = {}
+    templates = [op for op in ops if CONVOLUTION_ATTR in op.attributes]
+    if templates:
+        _template_layouts(templates, layouts, plan, stored, returned)
     if not convolutions:
+        if templates and not cpu:
+            _back_through_kernels(layouts, plan, stored, returned, _kernels_reading(plan))
         return layouts
     # Kernel outputs a convolution reads: its input, and its weight where a kernel
     # makes that (autocast's cast of an f32 weight to bf16), which would otherwise be
@@ -132,6 +137,28 @@ def choose_layouts(
     return layouts
 
 
+
+
+def _template_layouts(templates: list[Operation], layouts: dict, plan: Plan, stored: set[SSAValue],
+                      returned: set[SSAValue]) -> None:
+    """Convolutions as matmul templates (max-autotune, passes/convolution_to_dot.py) are
+    laid out as cuDNN's are: x and w NHWC where a kernel makes them (the template's k
+    steps over channels innermost, and its library tile is cuDNN's NHWC convolution),
+    and what the template's kernel stores NHWC (the next convolution's input)."""
+    from strata.passes.convolution_to_dot import convolution_operands
+
+    extern_reads = {view_root(v) for op in plan.schedule if isinstance(op, Operation) for v in op.operands}
+
+    def nhwc(v: SSAValue) -> None:
+        if v in stored and v in plan.kernel_of and v not in returned and v not in extern_reads and _rank(v) == 4:
+            layouts[v] = channels_last_strides(v.type.dims)
+
+    for op in templates:
+        for x in convolution_operands(op):
+            nhwc(view_root(x))
+        kernel = plan.kernel_of.get(op.results[0])
+        for v in kernel.nodes if kernel is not None else ():
+            nhwc(v)
 
 
 def sequence_major_strides(dims: Sequence[Dim]) -> tuple[Dim, ...]:

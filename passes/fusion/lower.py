@@ -27,7 +27,7 @@ from xdsl.ir import Attribute, Block, Operation, SSAValue
 
 from strata.dialects import kernel as kd
 from strata.dialects import prim
-from strata.dialects.attributes import DOT_ATTR
+from strata.dialects.attributes import CONVOLUTION_ATTR, DOT_ATTR
 from strata.dialects.types import Dim, TensorType, is_float, scalar_type, sym
 from strata.dialects.prim_indexing import CheckIndexOp, GatherOp
 from strata.dialects.prim_random import PHILOX_OPS
@@ -185,8 +185,9 @@ class KernelBuilder:
         if is_reduction(op):
             row = self.value_at(op.x, self.k.domain.full_index())
             scalar = self.add(kd.ReduceOp(row, op.KIND))
-            if DOT_ATTR in op.attributes:  # a matrix product's sum (passes/matmul_to_dot.py)
-                scalar.owner.attributes[DOT_ATTR] = op.attributes[DOT_ATTR]
+            for attr in (DOT_ATTR, CONVOLUTION_ATTR):  # a matrix product's sum (passes/matmul_to_dot.py)
+                if attr in op.attributes:
+                    scalar.owner.attributes[attr] = op.attributes[attr]
             self.contractions.reduced(op, row, scalar.owner)
         else:
             scalar = self.inline(op, self.node_index(v))

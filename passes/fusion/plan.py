@@ -307,7 +307,8 @@ def _unfused_product_operands(total: Operation) -> list[SSAValue]:
     product = total.operands[0].owner
     if not isinstance(product, prim.ElementwiseOp) or product.name != "prim.mul":
         return []
-    return [side for side in map(_unwidened, product.operands) if not _plain(side, _itemsize(side))]
+    sides = [_windowed(_unwidened(side)) for side in product.operands]
+    return [side for side in sides if not _plain(side, _itemsize(side))]
 
 
 def _unwidened(side: SSAValue) -> SSAValue:
@@ -362,6 +363,33 @@ def _plain(v: SSAValue, width: int) -> bool:
     if isinstance(op, VIEW_OPS + (prim.ConvertElementTypeOp,)):
         return all(_plain(x, width) for x in op.operands)
     return False
+
+
+def _windowed(side: SSAValue) -> SSAValue:
+    """What a side reads through a window (a convolution's, passes/convolution_to_dot.py:
+    a gather at positions computed from iotas, zero where a condition on them says,
+    through views): the template computes the window where it reads, so the value to
+    stream is the gathered one. A side without a window is itself."""
+    v = side
+    while isinstance(v.owner, VIEW_OPS + (prim.WhereOp, GatherOp)):
+        op = v.owner
+        if isinstance(op, prim.WhereOp):
+            if not (_from_iotas(op.operands[0]) and _from_iotas(op.operands[2])):
+                return side
+            v = op.operands[1]
+        elif isinstance(op, GatherOp):
+            return op.x if _from_iotas(op.index) else side
+        else:
+            v = op.operands[0]
+    return side
+
+
+def _from_iotas(v: SSAValue) -> bool:
+    """Whether v is computed from fills and iotas alone (constant_values, for one value)."""
+    op = v.owner
+    if isinstance(op, prim.FullOp | prim.IotaOp):
+        return True
+    return isinstance(op, _CONSTANT_PRESERVING) and bool(op.operands) and all(_from_iotas(x) for x in op.operands)
 
 
 def _itemsize(v: SSAValue) -> int:

@@ -1,0 +1,128 @@
+"""Convolutions with their batch norm and ReLU under max-autotune: eager, TorchInductor
+and strata side by side, on a GPU (issue: max-autotune for real, its convolution
+template).
+
+    python benchmarks/conv_epilogue.py --out results/            # bf16, ResNet's layers
+    python benchmarks/conv_epilogue.py --dtypes tf32 --layers 3x3-56,1x1-56
+
+Each case is `relu(batch_norm(conv2d(x, w)))` in inference, x [32, c_in, h, w] in
+NCHW as a model hands it over, at the convolution shapes of ResNet-18 and ResNet-50's
+bottlenecks. Both compilers run `--mode` and tune at their first call: Inductor times
+cuDNN against its Triton convolution templates, strata times cuDNN followed by the
+epilogue against its implicit-GEMM template with the epilogue fused
+(passes/convolution_to_dot.py). Results are checked against eager, then timed in
+interleaved rounds (CUDA events, median of the rounds, as gemm_epilogue.py), and each
+shape is appended to conv.jsonl under --out.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import math
+import os
+import sys
+import time
+
+import torch
+import torch.nn.functional as F
+
+sys.path.insert(0, os.path.dirname(__file__))
+import strata  # noqa: E402
+from gemm_epilogue import fresh, time_all  # noqa: E402
+
+# name: (c_in, c_out, kernel, stride, padding, input size)
+LAYERS = {
+    "stem-224": (3, 64, 7, 2, 3, 224),
+    "3x3-56": (64, 64, 3, 1, 1, 56),
+    "3x3s2-56": (64, 128, 3, 2, 1, 56),
+    "3x3-28": (128, 128, 3, 1, 1, 28),
+    "3x3-14": (256, 256, 3, 1, 1, 14),
+    "3x3-7": (512, 512, 3, 1, 1, 7),
+    "1x1s2-56": (64, 128, 1, 2, 0, 56),
+    "1x1-56": (64, 256, 1, 1, 0, 56),
+    "1x1-56-down": (256, 64, 1, 1, 0, 56),
+}
+BATCH = 32
+
+
+def conv_bn_relu(x, w, mean, var, scale, shift, stride: int, padding: int):
+    return F.relu(F.batch_norm(F.conv2d(x, w, None, stride, padding), mean, var, scale, shift, False))
+
+
+def run_layer(name: str, dtype_name: str, rounds: int, inner: int, mode: str) -> dict:
+    c_in, c_out, k, stride, padding, size = LAYERS[name]
+    dtype = torch.bfloat16 if dtype_name == "bf16" else torch.float32
+    torch.backends.cudnn.allow_tf32 = dtype_name == "tf32"
+    torch._dynamo.reset()
+    g = torch.Generator(device="cuda").manual_seed(c_in * size)
+
+    def rand(*shape, scale=1.0, low=None):
+        t = torch.randn(*shape, device="cuda", generator=g) * scale
+        return (t.abs() + low if low is not None else t).to(dtype)
+
+    args = (rand(BATCH, c_in, size, size), rand(c_out, c_in, k, k, scale=(c_in * k * k) ** -0.5),
+            rand(c_out, scale=0.1), rand(c_out, low=0.5), rand(c_out, low=0.5), rand(c_out, scale=0.1))
+
+    def fn(x, w, mean, var, scale, shift):
+        return conv_bn_relu(x, w, mean, var, scale, shift, stride, padding)
+
+    want = fn(*args)
+    row = {"layer": name, "dtype": dtype_name, "mode": mode, "x": list(args[0].shape), "w": list(args[1].shape),
+           "stride": stride, "padding": padding}
+    runs = {"eager": lambda: fn(*args)}
+    for contender, compiled in (("inductor", torch.compile(fresh(fn), mode=mode, dynamic=False)),
+                                ("strata", strata.compile(fresh(fn), mode=mode, dynamic=False))):
+        t0 = time.perf_counter()
+        try:
+            compiled(*args)
+            got = compiled(*args).clone()
+            torch.cuda.synchronize()
+        except Exception as e:  # recorded, the run goes on
+            row[f"{contender}_error"] = f"{type(e).__name__}: {str(e)[:300]}"
+            continue
+        row[f"{contender}_compile_s"] = round(time.perf_counter() - t0, 2)
+        err = (got.float() - want.float()).abs().max().item()
+        row[f"{contender}_max_rel_err"] = err / (want.float().abs().max().item() or 1.0)
+        runs[contender] = lambda compiled=compiled: compiled(*args)
+    ms = time_all(runs, rounds, inner)
+    row.update({f"{k}_ms": v for k, v in ms.items()})
+    if "strata" in ms and "inductor" in ms:
+        row["strata_vs_inductor"] = ms["inductor"] / ms["strata"]
+    return row
+
+
+def main() -> None:
+    p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    p.add_argument("--layers", default=",".join(LAYERS))
+    p.add_argument("--dtypes", default="bf16", help="comma-separated, of bf16,tf32")
+    p.add_argument("--mode", default="max-autotune-no-cudagraphs")
+    p.add_argument("--rounds", type=int, default=15)
+    p.add_argument("--inner", type=int, default=10)
+    p.add_argument("--out", default="conv-results")
+    a = p.parse_args()
+    os.makedirs(a.out, exist_ok=True)
+    path = os.path.join(a.out, "conv.jsonl")
+    print(f"{torch.cuda.get_device_name()}: torch {torch.__version__}, mode {a.mode}", flush=True)
+    ratios = []
+    for dtype in a.dtypes.split(","):
+        for layer in a.layers.split(","):
+            row = run_layer(layer, dtype, a.rounds, a.inner, a.mode)
+            with open(path, "a") as f:
+                f.write(json.dumps(row) + "\n")
+            ratio = row.get("strata_vs_inductor")
+            if ratio:
+                ratios.append(ratio)
+            errs = " ".join(f"{c} err {row[f'{c}_max_rel_err']:.1e}" for c in ("inductor", "strata") if f"{c}_max_rel_err" in row)
+            times = " ".join(f"{c} {row[f'{c}_ms']:.4f}" for c in ("eager", "inductor", "strata") if f"{c}_ms" in row)
+            failed = " ".join(f"{c} FAILED {row[f'{c}_error']}" for c in ("inductor", "strata") if f"{c}_error" in row)
+            print(f"{a.mode} {dtype} {layer}: {times} ms; strata/Inductor {ratio or float('nan'):.2f}x; {errs}; "
+                  f"compile {row.get('inductor_compile_s', '-')} / {row.get('strata_compile_s', '-')} s {failed}", flush=True)
+    if ratios:
+        geomean = math.exp(sum(map(math.log, ratios)) / len(ratios))
+        print(f"geomean strata vs Inductor over {len(ratios)} layers: {geomean:.3f}x "
+              f"(min {min(ratios):.2f}x, max {max(ratios):.2f}x)", flush=True)
+
+
+if __name__ == "__main__":
+    sys.exit(main())
