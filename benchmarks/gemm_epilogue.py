@@ -51,7 +51,8 @@ def bmm_scale(q, k):
 def fresh(fn):
     """A copy of `fn` with its own code object, so that each contender compiles its own."""
     fresh.count = getattr(fresh, "count", 0) + 1
-    return types.FunctionType(fn.__code__.replace(co_name=f"{fn.__name__}_{fresh.count}"), fn.__globals__)
+    code = fn.__code__.replace(co_name=f"{fn.__name__}_{fresh.count}")
+    return types.FunctionType(code, fn.__globals__, None, fn.__defaults__, fn.__closure__)
 
 
 def inputs(case: str, rows: int, dtype: torch.dtype) -> tuple:
