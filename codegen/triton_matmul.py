@@ -737,8 +737,11 @@ class MatmulTemplate:
         result laid out [n·oh·ow, c_out] for the epilogue kernel."""
         params, x, w = self.convolution
         shapes = f"tuple(x.shape) != {params['x']} or tuple(w.shape) != {params['w']}"
+        # NHWC operands, so that cuDNN's result is [n·oh·ow, c_out] as it comes (an
+        # NCHW input is copied, far less than a copy of the result would be)
         lines = [*unpack, f"x, w = {self.buffers[x.buffer]}, {self.buffers[w.buffer]}",
-                 f"if {shapes}:", "    return launch_tile(heuristic_tile(M, N, K, WIDE), buffers, symbols)"]
+                 f"if {shapes}:", "    return launch_tile(heuristic_tile(M, N, K, WIDE), buffers, symbols)",
+                 "x, w = x.contiguous(memory_format=torch.channels_last), w.contiguous(memory_format=torch.channels_last)"]
         bias = "None"
         if self.library_bias() is not None:
             _, load, stride, offset = self.library_bias()
