@@ -80,7 +80,7 @@ class MatmulTile(NamedTuple):
 
     def describe(self) -> str:
         if self.library:
-            return "library (cuBLAS) + epilogue"
+            return "library (cuBLAS or cuDNN) + epilogue"
         text = (f"BLOCK_M={self.block_m} BLOCK_N={self.block_n} BLOCK_K={self.block_k} "
                 f"warps={self.num_warps} stages={self.num_stages}")
         return text + " + epilogue apart" if self.epilogue_apart else text
