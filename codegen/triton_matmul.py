@@ -50,6 +50,7 @@ from strata.codegen.triton_math import helper_sources
 from strata.codegen.triton_scalar_ops import LOW_PRECISION, ScalarOps, tl_dtype
 from strata.codegen.triton_source import _contraction_safe, _dtype_of, bound_for_16_bits, kernel_name
 from strata.dialects import kernel
+from strata.dialects.lazy_torch import torch
 from strata.dialects.attributes import CONVOLUTION_ATTR, DOT_ATTR, convolution_params
 from strata.dialects.prim import ConvertElementTypeOp, ElementwiseOp, WhereOp
 from strata.dialects.types import DTYPES, scalar_dtype, sym
@@ -71,6 +72,9 @@ class MatmulTile(NamedTuple):
     # second kernel: a long epilogue (an erf or tanh GELU) on a short product costs the
     # template more than its own pass over the result
     epilogue_apart: bool = False
+    # persistent: one program per multiprocessor walks the tiles, both operands read by
+    # TMA (tensor descriptors), where they are plain 2-d strided reads (Hopper on)
+    tma: bool = False
 
     @property
     def launches(self) -> int:
@@ -83,6 +87,8 @@ class MatmulTile(NamedTuple):
             return "library (cuBLAS or cuDNN) + epilogue"
         text = (f"BLOCK_M={self.block_m} BLOCK_N={self.block_n} BLOCK_K={self.block_k} "
                 f"warps={self.num_warps} stages={self.num_stages}")
+        if self.tma:
+            text += " persistent TMA"
         return text + " + epilogue apart" if self.epilogue_apart else text
 
 
@@ -127,10 +133,17 @@ def heuristic_tile(m: int, n: int, k: int, wide: bool) -> MatmulTile:
 APART_CANDIDATES = 4
 
 
-def candidate_tiles(m: int, n: int, k: int, wide: bool, library: bool, apart: bool = False) -> list[MatmulTile]:
+# The persistent TMA configurations: large tiles, where walking the tiles from one
+# program per multiprocessor (no wave's tail) and TMA's loads pay.
+TMA_CONFIGS = ((128, 128, 64, 8, 3), (128, 256, 64, 8, 3), (256, 128, 64, 8, 3), (128, 128, 64, 4, 4), (64, 128, 64, 4, 4))
+
+
+def candidate_tiles(m: int, n: int, k: int, wide: bool, library: bool, apart: bool = False,
+                    tma: bool = False) -> list[MatmulTile]:
     """The heuristic tile first, then the configurations clamped to the sizes (no
     duplicates), then the first few again with the epilogue apart where the kernel
-    can split it, then the library tile where the operands allow it."""
+    can split it, the persistent TMA tiles where the operands and the GPU allow them,
+    then the library tile where the operands allow it."""
     out = [heuristic_tile(m, n, k, wide)]
     for bm, bn, bk, warps, stages in CONFIGS:
         if wide:
@@ -140,9 +153,36 @@ def candidate_tiles(m: int, n: int, k: int, wide: bool, library: bool, apart: bo
             out.append(tile)
     if apart:
         out += [t._replace(epilogue_apart=True) for t in out[:APART_CANDIDATES]]
+    if tma:
+        for bm, bn, bk, warps, stages in TMA_CONFIGS:
+            tile = MatmulTile(_clamp(bm, m), _clamp(bn, n), _clamp(max(16, bk // 2) if wide else bk, k), 8, warps,
+                              stages, tma=True)
+            if tile not in out:
+                out.append(tile)
     if library:
         out.append(MatmulTile(library=True))
     return out
+
+
+def tma_available() -> bool:
+    """Whether the tuner offers TMA tiles: on a GPU of compute capability 9 or more
+    (Hopper). Triton's interpreter runs them too (tests launch them by hand), but the
+    CPU has nothing to gain from them."""
+    return torch.cuda.is_available() and torch.cuda.get_device_capability() >= (9, 0)
+
+
+def tma_ready(t: torch.Tensor) -> bool:
+    """Whether TMA can read `t` (a 2-d view, last stride 1): a 16-byte aligned start and
+    16-byte multiples for its other stride."""
+    size = t.element_size()
+    return t.stride(-1) == 1 and t.data_ptr() % 16 == 0 and (t.stride(0) * size) % 16 == 0
+
+
+@functools.lru_cache(maxsize=None)
+def sm_count(device: torch.device) -> int:
+    """Multiprocessors of the device: a persistent tile's programs (4 on the CPU, for
+    the interpreter)."""
+    return torch.cuda.get_device_properties(device).multi_processor_count if device.type == "cuda" else 4
 
 
 @dataclass
@@ -364,6 +404,27 @@ class MatmulTemplate:
             loads.append(found[0])
         return convolution_params(self.dots[0].attributes[CONVOLUTION_ATTR]), *loads
 
+    @functools.cached_property
+    def tma_operands(self) -> list[tuple[kernel.LoadOp, list[sympy.Expr], sympy.Expr, bool]] | None:
+        """For each side of a 2-d product whose operands are plain strided reads (the
+        library tile's), its load, strides ([m, k] or [k, n]), offset and whether its
+        rows are contiguous (stride 1 along k for a, along n for b; else along the other
+        dim, read transposed): the persistent TMA tile reads them by tensor descriptors."""
+        operands = self.library_operands()
+        if operands is None or self.groups["batch"].names or self.convolution is not None:
+            return None
+        out = []
+        for side, (load, strides, offset) in zip(SIDES, operands):
+            inner = strides[1]  # k for a, n for b
+            outer = strides[0]
+            if inner == 1:
+                out.append((load, strides, offset, True))
+            elif outer == 1:
+                out.append((load, strides, offset, False))
+            else:
+                return None
+        return out
+
     def _batch_groups(self) -> list[Group]:
         batch = self.groups["batch"]
         return [Group([n], [d]) for n, d in zip(batch.names, batch.dims)]
@@ -473,6 +534,9 @@ class MatmulTemplate:
             kernels.append(self._kernel("library"))
         if apart:
             kernels += [self._kernel("product"), self._kernel("rest")]
+        tma = self.tma_operands is not None
+        if tma:
+            kernels.append(self._tma_kernel())
         header = [
             f"# strata kernel {self.func.sym_name.data}: matmul template",
             f"# from aten ops: {', '.join(self.func.source_ops)}",
@@ -483,8 +547,11 @@ class MatmulTemplate:
         if self.device == "cuda":
             header.append("from triton.language.extra import libdevice")
         header.append("from strata.codegen.triton_matmul import MatmulTile, candidate_tiles, heuristic_tile")
+        if tma:
+            header.append("from strata.codegen.triton_matmul import sm_count, tma_available, tma_ready")
+            header.append("from triton.tools.tensor_descriptor import TensorDescriptor")
         header.append("from strata.codegen.triton_precompile import prepare_launch")
-        constants = [f"LIBRARY = {library}", f"APART = {apart}", f"WIDE = {self.wide}"]
+        constants = [f"LIBRARY = {library}", f"APART = {apart}", f"WIDE = {self.wide}", f"TMA = {tma}"]
         parts = ["\n".join(header), "\n".join(constants), *helper_sources(self.ops.helpers, self.device), *kernels]
         parts += self._launchers(library, apart)
         return "\n\n\n".join(p.rstrip("\n") for p in parts) + "\n"
@@ -528,6 +595,43 @@ class MatmulTemplate:
             lines += self._main_loop()
         lines += self._epilogue(mode)
         return function_source(name, params, lines, "@triton.jit")
+
+    def _tma_kernel(self) -> str:
+        """The persistent TMA template: one program per multiprocessor walks the tiles
+        (grouped along m as the plain template's grid is), each side read by its tensor
+        descriptor (zero past the ends: no masks), then the same epilogue."""
+        (_, _, _, a_rows), (_, _, _, b_rows) = self.tma_operands
+        params = ["a_desc", "b_desc", *self.buffers.values(), *self.symbols, "M", "N", "K", "BLOCK_M: tl.constexpr",
+                  "BLOCK_N: tl.constexpr", "BLOCK_K: tl.constexpr", "GROUP_M: tl.constexpr", "NUM_SMS: tl.constexpr"]
+        to64 = ".to(tl.int64)" if self.int64 else ""
+        a = "a_desc.load([pid_m * BLOCK_M, k0])" if a_rows else "a_desc.load([k0, pid_m * BLOCK_M]).T"
+        b = "b_desc.load([k0, pid_n * BLOCK_N])" if b_rows else "b_desc.load([pid_n * BLOCK_N, k0]).T"
+        dot = self._dot_dtype(0)
+        if dot != self._narrow(self.operands[0][0]):
+            a, b = f"{a}.to({tl_dtype(dot)})", f"{b}.to({tl_dtype(dot)})"
+        precision = f", input_precision={self.dots[0].attributes[DOT_ATTR].data!r}" if dot == "f32" else ""
+        body = [
+            "group_id = pid // width",
+            "group_size = tl.minimum(grid_m - group_id * GROUP_M, GROUP_M)",
+            "pid_m = group_id * GROUP_M + (pid % group_size)",
+            "pid_n = (pid % width) // group_size",
+            f"rm = pid_m{to64} * BLOCK_M + tl.arange(0, BLOCK_M)",
+            f"rn = pid_n{to64} * BLOCK_N + tl.arange(0, BLOCK_N)",
+            "acc0 = tl.full([BLOCK_M, BLOCK_N], 0, tl.float32)",
+            "for k0 in range(0, K, BLOCK_K):",
+            f"    acc0 = tl.dot({a}, {b}, acc0{precision}, out_dtype=tl.float32)",
+            *self._epilogue("fused"),
+        ]
+        lines = [
+            "start = tl.program_id(0)",
+            "grid_m = (M + BLOCK_M - 1) // BLOCK_M",
+            "grid_n = (N + BLOCK_N - 1) // BLOCK_N",
+            "width = GROUP_M * grid_n",
+            "batch = 0",
+            "for pid in range(start, grid_m * grid_n, NUM_SMS):",
+            *[f"    {line}" for line in body],
+        ]
+        return function_source(f"{self.name}_tma", params, lines, "@triton.jit")
 
     def _main_loop(self) -> list[str]:
         m, n, k = self.groups["m"], self.groups["n"], self.groups["k"]
@@ -680,6 +784,27 @@ class MatmulTemplate:
                                     op in self.bound_for_16_bits)
 
     # ------------------------------------------------------------------ launchers
+    def _tma_launcher(self, unpack: list[str], sizes: list[str], options: str) -> str:
+        """Launches a persistent TMA tile: the descriptors of the two operand views, or
+        the plain tile where TMA cannot read them (an unaligned view)."""
+        views = []
+        for name, (load, strides, offset, rows), dims in zip(("a", "b"), self.tma_operands, (("m", "k"), ("k", "n"))):
+            size = ", ".join(d.upper() for d in dims)
+            view = _view(self.buffers[load.buffer], size, ", ".join(int_code(x, python=True) for x in strides), offset)
+            block = [f"tile.block_{d}" for d in (dims if rows else dims[::-1])]
+            views += [f"{name} = {view}" + ("" if rows else ".T"), f"{name}_block = [{', '.join(block)}]"]
+        args = ", ".join([*self.buffers.values(), *self.symbols, "M", "N", "K"])
+        keywords = ("BLOCK_M=tile.block_m, BLOCK_N=tile.block_n, BLOCK_K=tile.block_k, GROUP_M=tile.group_m, "
+                    f"NUM_SMS=sms, {options}, num_warps=tile.num_warps, num_stages=tile.num_stages")
+        lines = [*unpack, *sizes, *views,
+                 "if not (tma_ready(a) and tma_ready(b)):",
+                 "    return launch_tile(tile._replace(tma=False), buffers, symbols)",
+                 f"sms = sm_count({next(iter(self.buffers.values()))}.device)",
+                 "grid = (min(sms, -(-M // tile.block_m) * -(-N // tile.block_n)),)",
+                 f"{self.name}_tma[grid](TensorDescriptor.from_tensor(a, a_block), TensorDescriptor.from_tensor(b, b_block), "
+                 f"{args}, {keywords})"]
+        return function_source("_tma", ["tile", "buffers", "symbols"], lines)
+
     def _launchers(self, library: bool, apart: bool) -> list[str]:
         unpack = [f"{_unpack(list(self.buffers.values()))} = buffers"]
         if self.symbols:
@@ -690,7 +815,7 @@ class MatmulTemplate:
         numels = function_source("numels", ["symbols"], [*unpack[1:], *sizes, "return M, N, K, NBATCH"])
         candidates = function_source("tile_candidates", ["sizes"], [
             "M, N, K, NBATCH = sizes",
-            "return candidate_tiles(M, N, K, WIDE, LIBRARY, APART)",
+            "return candidate_tiles(M, N, K, WIDE, LIBRARY, APART, TMA and tma_available())",
         ])
         guard = ["if M == 0 or N == 0 or NBATCH == 0:", "    return"]
         dispatch = ["if tile.library:", "    _library(buffers, symbols, M, N, K, NBATCH)", "    return"] if library else []
@@ -700,11 +825,14 @@ class MatmulTemplate:
         with_product = ", ".join([*self.buffers.values(), "product", *self.symbols, "M", "N", "K"])
         if apart:
             dispatch += ["if tile.epilogue_apart:", "    _apart(tile, buffers, symbols, M, N, K, NBATCH)", "    return"]
+        if self.tma_operands is not None:
+            dispatch += ["if tile.tma:", "    return _tma(tile, buffers, symbols)"]
         dispatch += [grid, f"{self.name}[grid]({args}, {keywords})"]
         tile_body = [*unpack, *sizes, *guard, *dispatch]
         # compiles a tile's kernel without launching it: the tuner compiles its
         # candidates side by side (codegen/triton_precompile.py)
-        prepare_body = [*unpack, *sizes, "if tile.library or M == 0 or N == 0 or NBATCH == 0:", "    return", grid]
+        # (a TMA tile compiles at its first launch: its descriptors are made there)
+        prepare_body = [*unpack, *sizes, "if tile.library or tile.tma or M == 0 or N == 0 or NBATCH == 0:", "    return", grid]
         if apart:
             prepare_body += ["if tile.epilogue_apart:", f"    product = {self._product_buffer()}",
                              f"    prepare_launch({self.name}_product, grid, ({with_product},), dict({keywords}))",
@@ -717,6 +845,8 @@ class MatmulTemplate:
         out.append(function_source("launch", ["buffers", "symbols"], launch_body))
         if library:
             out.append(self._library_launcher(unpack, options))
+        if self.tma_operands is not None:
+            out.append(self._tma_launcher(unpack, sizes, options))
         if apart:
             out.append(function_source("_apart", ["tile", "buffers", "symbols", "M", "N", "K", "NBATCH"], [
                 *unpack, f"product = {self._product_buffer()}", grid,

@@ -379,3 +379,51 @@ def test_a_candidate_of_two_launches_wins_only_by_more_than_a_launch(tmp_path, m
         (best,) = tuner.best.values()
         assert best.library == wins, (library_time, best)
         monkeypatch.setenv("STRATA_CACHE_DIR", str(tmp_path / "again"))  # no winner from the cache
+
+
+@pytest.mark.parametrize("dtype", ["f32", "bf16"])
+@pytest.mark.parametrize("m,n,k", [(33, 20, 48), (130, 70, 64)])
+def test_persistent_tma_tiles_compute_the_product(m, n, k, dtype, tmp_path, monkeypatch):
+    """The persistent TMA tiles (both operands by tensor descriptors, one program per
+    multiprocessor walking the tiles, four in the interpreter) with the epilogue; the
+    weight read transposed ([n, k] rows); an unaligned view falls back to the plain tile."""
+    monkeypatch.setenv("STRATA_CACHE_DIR", str(tmp_path))
+    func = _template_kernel(m, n, k, dtype)
+    compiled = compile_kernel(func, "cpu")
+    assert "TMA = True" in compiled.source and f"def {func.sym_name.data}_tma(" in compiled.source
+    torch_dtype = {"f32": torch.float32, "bf16": torch.bfloat16}[dtype]
+    x, w, b = (torch.randn(s, dtype=torch_dtype) for s in ((m, k), (n, k), (n,)))
+    want = torch.tanh(torch.addmm(b, x, w.t()))
+    tiles = candidate_tiles(m, n, k, dtype == "f32", True, True, tma=True)
+    tma = [t for t in tiles if t.tma]
+    assert len(tma) >= 2
+    made = []  # the descriptors each launch makes
+    descriptor = compiled.module.TensorDescriptor
+    monkeypatch.setattr(compiled.module, "TensorDescriptor",
+                        type("Counted", (), {"from_tensor": staticmethod(lambda t, block: made.append(block) or
+                                                                         descriptor.from_tensor(t, block))}))
+    for tile in tma:
+        for shifted in (False, True):  # aligned buffers, then views 5 elements in: not 16-byte aligned
+            args = [_at_an_offset(t) if shifted else t for t in (x, w, b)]
+            out = torch.full((m, n), float("nan"), dtype=torch_dtype)
+            made.clear()
+            with _interpreting():
+                compiled.module.launch_tile(tile, [*args, out], [])
+            torch.testing.assert_close(out, want, **TOLERANCE[torch_dtype], msg=lambda e: f"{tile.describe()}: {e}")
+            # x by [BLOCK_M, BLOCK_K] rows, the weight by [BLOCK_N, BLOCK_K] rows, read transposed
+            expected = [] if shifted else [[tile.block_m, tile.block_k], [tile.block_n, tile.block_k]]
+            assert made == expected, tile.describe()
+
+
+def test_tma_tiles_need_plain_2d_operands(tmp_path, monkeypatch):
+    """A batched product, or a side that is more than a strided load, has no TMA tile."""
+    monkeypatch.setenv("STRATA_CACHE_DIR", str(tmp_path))
+    module = parse_module("""
+func.func @graph(%x: !strata.tensor<[2, 9, 16], f32>, %w: !strata.tensor<[2, 16, 8], f32>) -> !strata.tensor<[2, 9, 8], f32> {
+  %y = prim.bmm %x, %w : (!strata.tensor<[2, 9, 16], f32>, !strata.tensor<[2, 16, 8], f32>) -> !strata.tensor<[2, 9, 8], f32>
+  func.return %y : !strata.tensor<[2, 9, 8], f32>
+}
+""")
+    run_pipeline(module, ["matmul-to-dot", "fuse"], step_options=[{"target": "triton"}, {}])
+    (func,) = [op for op in module.ops if isinstance(op, kernel.FuncOp)]
+    assert "TMA = False" in compile_kernel(func, "cpu").source
