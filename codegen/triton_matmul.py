@@ -136,6 +136,12 @@ APART_CANDIDATES = 4
 # The persistent TMA configurations: large tiles, where walking the tiles from one
 # program per multiprocessor (no wave's tail) and TMA's loads pay.
 TMA_CONFIGS = ((128, 128, 64, 8, 3), (128, 256, 64, 8, 3), (256, 128, 64, 8, 3), (128, 128, 64, 4, 4), (64, 128, 64, 4, 4))
+# ...and only for products of at least this many multiply-adds (4096³/2). A TMA launch
+# builds two tensor descriptors and goes through Triton's launcher with them: on an
+# H200 a call of a [512, 4096] · [4096, 4096] product took 0.17 ms with the TMA tile the
+# tuner had timed at 0.054 ms of GPU work. The tuner times GPU work only, so a product
+# whose host time exceeds its GPU time must not be offered one.
+TMA_MIN_WORK = 4096 ** 3 // 2
 
 
 def candidate_tiles(m: int, n: int, k: int, wide: bool, library: bool, apart: bool = False,
@@ -153,7 +159,7 @@ def candidate_tiles(m: int, n: int, k: int, wide: bool, library: bool, apart: bo
             out.append(tile)
     if apart:
         out += [t._replace(epilogue_apart=True) for t in out[:APART_CANDIDATES]]
-    if tma:
+    if tma and m * n * k >= TMA_MIN_WORK:
         for bm, bn, bk, warps, stages in TMA_CONFIGS:
             tile = MatmulTile(_clamp(bm, m), _clamp(bn, n), _clamp(max(16, bk // 2) if wide else bk, k), 8, warps,
                               stages, tma=True)
