@@ -18,18 +18,14 @@ shape is appended to conv.jsonl under --out.
 from __future__ import annotations
 
 import argparse
-import json
-import math
 import os
 import sys
-import time
 
 import torch
 import torch.nn.functional as F
 
 sys.path.insert(0, os.path.dirname(__file__))
-import strata  # noqa: E402
-from gemm_epilogue import fresh, time_all  # noqa: E402
+from gemm_epilogue import compare, print_geomean, record  # noqa: E402
 
 # name: (c_in, c_out, kernel, stride, padding, input size)
 LAYERS = {
@@ -67,29 +63,9 @@ def run_layer(name: str, dtype_name: str, rounds: int, inner: int, mode: str) ->
     def fn(x, w, mean, var, scale, shift):
         return conv_bn_relu(x, w, mean, var, scale, shift, stride, padding)
 
-    want = fn(*args)
     row = {"layer": name, "dtype": dtype_name, "mode": mode, "x": list(args[0].shape), "w": list(args[1].shape),
            "stride": stride, "padding": padding}
-    runs = {"eager": lambda: fn(*args)}
-    for contender, compiled in (("inductor", torch.compile(fresh(fn), mode=mode, dynamic=False)),
-                                ("strata", strata.compile(fresh(fn), mode=mode, dynamic=False))):
-        t0 = time.perf_counter()
-        try:
-            compiled(*args)
-            got = compiled(*args).clone()
-            torch.cuda.synchronize()
-        except Exception as e:  # recorded, the run goes on
-            row[f"{contender}_error"] = f"{type(e).__name__}: {str(e)[:300]}"
-            continue
-        row[f"{contender}_compile_s"] = round(time.perf_counter() - t0, 2)
-        err = (got.float() - want.float()).abs().max().item()
-        row[f"{contender}_max_rel_err"] = err / (want.float().abs().max().item() or 1.0)
-        runs[contender] = lambda compiled=compiled: compiled(*args)
-    ms = time_all(runs, rounds, inner)
-    row.update({f"{k}_ms": v for k, v in ms.items()})
-    if "strata" in ms and "inductor" in ms:
-        row["strata_vs_inductor"] = ms["inductor"] / ms["strata"]
-    return row
+    return compare(fn, args, fn(*args), row, rounds, inner, mode)
 
 
 def main() -> None:
@@ -107,21 +83,8 @@ def main() -> None:
     ratios = []
     for dtype in a.dtypes.split(","):
         for layer in a.layers.split(","):
-            row = run_layer(layer, dtype, a.rounds, a.inner, a.mode)
-            with open(path, "a") as f:
-                f.write(json.dumps(row) + "\n")
-            ratio = row.get("strata_vs_inductor")
-            if ratio:
-                ratios.append(ratio)
-            errs = " ".join(f"{c} err {row[f'{c}_max_rel_err']:.1e}" for c in ("inductor", "strata") if f"{c}_max_rel_err" in row)
-            times = " ".join(f"{c} {row[f'{c}_ms']:.4f}" for c in ("eager", "inductor", "strata") if f"{c}_ms" in row)
-            failed = " ".join(f"{c} FAILED {row[f'{c}_error']}" for c in ("inductor", "strata") if f"{c}_error" in row)
-            print(f"{a.mode} {dtype} {layer}: {times} ms; strata/Inductor {ratio or float('nan'):.2f}x; {errs}; "
-                  f"compile {row.get('inductor_compile_s', '-')} / {row.get('strata_compile_s', '-')} s {failed}", flush=True)
-    if ratios:
-        geomean = math.exp(sum(map(math.log, ratios)) / len(ratios))
-        print(f"geomean strata vs Inductor over {len(ratios)} layers: {geomean:.3f}x "
-              f"(min {min(ratios):.2f}x, max {max(ratios):.2f}x)", flush=True)
+            record(path, run_layer(layer, dtype, a.rounds, a.inner, a.mode), f"{a.mode} {dtype} {layer}", ratios)
+    print_geomean(ratios, "layers")
 
 
 if __name__ == "__main__":

@@ -94,6 +94,12 @@ def run_shape(case: str, rows: int, dtype_name: str, rounds: int, inner: int, mo
     args = inputs(case, rows, dtype)
     want = fn(*args)
     row = {"case": case, "rows": rows, "dtype": dtype_name, "mode": mode, "shape": [list(a.shape) for a in args]}
+    return compare(fn, args, want, row, rounds, inner, mode)
+
+
+def compare(fn, args: tuple, want: torch.Tensor, row: dict, rounds: int, inner: int, mode: str) -> dict:
+    """Compiles `fn` with Inductor and strata in `mode`, checks each against `want`, and
+    times eager and both in interleaved rounds; the results go into `row`."""
     runs = {"eager": lambda: fn(*args)}
     for name, compiled in (("inductor", torch.compile(fresh(fn), mode=mode, dynamic=False)),
                            ("strata", strata.compile(fresh(fn), mode=mode, dynamic=False))):
@@ -117,6 +123,27 @@ def run_shape(case: str, rows: int, dtype_name: str, rounds: int, inner: int, mo
     return row
 
 
+def record(path: str, row: dict, label: str, ratios: list[float]) -> None:
+    """Appends `row` to the jsonl at `path`, prints it, and keeps its ratio."""
+    with open(path, "a") as f:
+        f.write(json.dumps(row) + "\n")
+    ratio = row.get("strata_vs_inductor")
+    if ratio:
+        ratios.append(ratio)
+    errs = " ".join(f"{c} err {row[f'{c}_max_rel_err']:.1e}" for c in ("inductor", "strata") if f"{c}_max_rel_err" in row)
+    times = " ".join(f"{c} {row[f'{c}_ms']:.4f}" for c in ("eager", "inductor", "strata") if f"{c}_ms" in row)
+    failed = " ".join(f"{c} FAILED {row[f'{c}_error']}" for c in ("inductor", "strata") if f"{c}_error" in row)
+    print(f"{label}: {times} ms; strata/Inductor {ratio or float('nan'):.2f}x; {errs}; "
+          f"compile {row.get('inductor_compile_s', '-')} / {row.get('strata_compile_s', '-')} s {failed}", flush=True)
+
+
+def print_geomean(ratios: list[float], what: str) -> None:
+    if ratios:
+        geomean = math.exp(sum(map(math.log, ratios)) / len(ratios))
+        print(f"geomean strata vs Inductor over {len(ratios)} {what}: {geomean:.3f}x "
+              f"(min {min(ratios):.2f}x, max {max(ratios):.2f}x)", flush=True)
+
+
 def main() -> None:
     p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("--cases", default=",".join(CASES))
@@ -137,20 +164,8 @@ def main() -> None:
                 if case == "bmm_scale" and rows < 128:
                     continue  # attention scores of fewer than 128 queries: decode's, not this case's
                 row = run_shape(case, rows, dtype, a.rounds, a.inner, a.mode)
-                with open(path, "a") as f:
-                    f.write(json.dumps(row) + "\n")
-                ratio = row.get("strata_vs_inductor")
-                if ratio:
-                    ratios.append(ratio)
-                errs = " ".join(f"{c} err {row[f'{c}_max_rel_err']:.1e}" for c in ("inductor", "strata") if f"{c}_max_rel_err" in row)
-                times = " ".join(f"{c} {row[f'{c}_ms']:.4f}" for c in ("eager", "inductor", "strata") if f"{c}_ms" in row)
-                failed = " ".join(f"{c} FAILED {row[f'{c}_error']}" for c in ("inductor", "strata") if f"{c}_error" in row)
-                print(f"{a.mode} {dtype} {case} M={rows}: {times} ms; strata/Inductor {ratio or float('nan'):.2f}x; {errs}; "
-                      f"compile {row.get('inductor_compile_s', '-')} / {row.get('strata_compile_s', '-')} s {failed}", flush=True)
-    if ratios:
-        geomean = math.exp(sum(map(math.log, ratios)) / len(ratios))
-        print(f"geomean strata vs Inductor over {len(ratios)} shapes: {geomean:.3f}x "
-              f"(min {min(ratios):.2f}x, max {max(ratios):.2f}x)", flush=True)
+                record(path, row, f"{a.mode} {dtype} {case} M={rows}", ratios)
+    print_geomean(ratios, "shapes")
 
 
 if __name__ == "__main__":

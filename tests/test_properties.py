@@ -292,6 +292,12 @@ def test_matmul_to_dot_keeps_values_of_products(program):
 
 @given(program=PRODUCTS)
 def test_matmul_template_matches_kernel_interpreter(program):
+    _check_template(program)
+
+
+def _check_template(program) -> None:
+    """The program rewritten for the template and fused, its kernels run in Triton's
+    interpreter, against the kernel dialect's interpreter."""
     assume(known_bug(program) is None)
     passes = [FOR_TRITON, *KERNEL_PIPELINE]
     remember(program, f"-p '{','.join(passes)}' --check-codegen triton")
@@ -319,13 +325,7 @@ def test_matmul_to_dot_keeps_values_of_convolutions(program):
 
 @given(program=CONVOLUTIONS)
 def test_convolution_template_matches_kernel_interpreter(program):
-    assume(known_bug(program) is None)
-    passes = [FOR_TRITON, *KERNEL_PIPELINE]
-    remember(program, f"-p '{','.join(passes)}' --check-codegen triton")
-    module = program.module.clone()
-    run_pipeline(module, *_names_and_options(passes))
-    problem = check_codegen(module, "triton", program.spec)
-    assert problem is None, report(program, f"-p '{','.join(passes)}' --check-codegen triton", problem)
+    _check_template(program)
 
 
 @pytest.mark.parametrize(
