@@ -70,13 +70,18 @@ def convolution_attr(op: prim.ConvolutionOp) -> DictionaryAttr:
 
 EPILOGUE_OPS = (prim.ElementwiseOp, prim.WhereOp, prim.ConvertElementTypeOp, prim.BroadcastInDimOp, prim.ReshapeOp,
                  prim.PermuteOp, prim.SliceOp)
+# What may move above the convolution: values of their operands alone (no random draw,
+# no eager fallback, whose order eager's generator or a side effect could see).
+MOVABLE_OPS = (*EPILOGUE_OPS, prim.FullOp, prim.IotaOp, prim.ReductionOp, prim.ConvolutionOp, prim.MmOp, prim.BmmOp,
+               prim.AddmmOp)
 
 
 def hoist_epilogue_operands(op: Operation) -> None:
     """Moves above op what its epilogue reads besides it (a batch norm's per-channel
     scale, computed after the convolution in the graph): the elementwise ops and views
     that follow op and read it, up to the first that is not one, may then join its
-    kernel (fusion joins a node to a kernel only where what it reads is ready before)."""
+    kernel (fusion joins a node to a kernel only where what it reads is ready before).
+    An operand whose computation holds anything but MOVABLE_OPS stays where it is."""
     block = op.parent_block()
     after = set()
     at = op.next_op
@@ -86,12 +91,14 @@ def hoist_epilogue_operands(op: Operation) -> None:
     dependent = set(op.results)
     moved: set[Operation] = set()
 
-    def cone(v: SSAValue) -> None:
+    def cone(v: SSAValue, found: set[Operation]) -> bool:
         owner = v.owner
-        if owner in after and owner not in moved:
-            moved.add(owner)
-            for x in owner.operands:
-                cone(x)
+        if owner not in after or owner in moved or owner in found:
+            return True
+        if not isinstance(owner, MOVABLE_OPS):
+            return False
+        found.add(owner)
+        return all(cone(x, found) for x in owner.operands)
 
     at = op.next_op
     while at is not None:
@@ -100,8 +107,9 @@ def hoist_epilogue_operands(op: Operation) -> None:
                 break
             dependent.update(at.results)
             for x in at.operands:
-                if x not in dependent:
-                    cone(x)
+                found: set[Operation] = set()
+                if x not in dependent and cone(x, found):
+                    moved |= found
         at = at.next_op
     for m in [o for o in block.ops if o in moved]:
         m.detach()
@@ -186,15 +194,20 @@ def _window(add, x: SSAValue, window: list[int], sizes, steps) -> SSAValue:
     return add(prim.WhereOp(valid, read, add(prim.FullOp(window, 0, x.type.dtype))))
 
 
-def convolution_operands(total: Operation) -> tuple[SSAValue, SSAValue]:
+def convolution_operands(total: Operation) -> list[SSAValue]:
     """x and w of the convolution a marked sum computes: the operands of the first
-    permute to [n, h, w, c] (and [c_out, kh, kw, c]) below each side of its product."""
-    product = total.operands[0].owner
+    permute to [n, h, w, c] (and [c_out, kh, kw, c]) below each side of its product;
+    none where another pass has rewritten what this one wrote."""
+    product = total.operands[0].owner if total.operands else None
 
-    def below(v: SSAValue) -> SSAValue:
+    def below(v: SSAValue) -> SSAValue | None:
         while not (isinstance(v.owner, prim.PermuteOp) and tuple(prim.ints_of(v.owner.dims)) == (0, 2, 3, 1)):
             op = v.owner
+            if not isinstance(op, Operation) or not op.operands:
+                return None
             v = op.operands[1] if isinstance(op, prim.WhereOp) else op.operands[0]
         return v.owner.x
 
-    return below(product.operands[0]), below(product.operands[1])
+    if not isinstance(product, prim.ElementwiseOp) or product.name != "prim.mul":
+        return []
+    return [x for x in map(below, product.operands) if x is not None]
