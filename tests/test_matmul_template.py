@@ -14,7 +14,8 @@ import torch.nn.functional as F
 import strata
 from strata.codegen import triton_autotune
 from strata.codegen.triton_gpu import _interpreting, compile_kernel
-from strata.codegen.triton_matmul import MatmulTile, _clamp, candidate_tiles, matmul_template
+from strata.codegen.triton_matmul import matmul_template
+from strata.codegen.triton_matmul_tiles import MatmulTile, _clamp, candidate_tiles
 from strata.dialects import kernel
 from strata.dialects.context import parse_module
 from strata.frontend.compile_graph import run_pipeline
