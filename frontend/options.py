@@ -112,9 +112,10 @@ OPTIONS: dict[str, Option] = {
     "max_autotune": Option(False, BOOL, "tune kernel configurations by timing them (set by the max-autotune modes)"),
     "triton.cudagraphs": Option(False, BOOL, "replay compiled graphs as CUDA graphs (set by reduce-overhead and "
                                              "max-autotune)"),
-    "epilogue_fusion": Option(True, BOOL, "under max_autotune, fuse what follows a matrix product (bias, activation, "
-                                          "residual add, cast) into its Triton matmul template (off: the product is "
-                                          "stored and they run as separate kernels)"),
+    "epilogue_fusion": Option(True, BOOL, "under max_autotune, fuse what follows a matrix product or a 2-d "
+                                          "convolution (bias, batch norm, activation, residual add, cast) into its "
+                                          "Triton template (off: the product is stored and they run as separate "
+                                          "kernels)"),
     "fallback_random": Option(False, BOOL, "run random ops as eager does, bit for bit"),
     "emulate_precision_casts": Option(False, BOOL, "round f16/bf16 intermediates inside a fused kernel after every "
                                                    "op, as eager does (off: they stay in f32 and are rounded where "
