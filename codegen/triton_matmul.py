@@ -284,17 +284,9 @@ class MatmulTemplate:
         operands = self.library_operands()
         if operands is None or self.groups["batch"].names or self.convolution is not None:
             return None
-        out = []
-        for side, (load, strides, offset) in zip(SIDES, operands):
-            inner = strides[1]  # k for a, n for b
-            outer = strides[0]
-            if inner == 1:
-                out.append((load, strides, offset, True))
-            elif outer == 1:
-                out.append((load, strides, offset, False))
-            else:
-                return None
-        return out
+        if any(1 not in strides for _, strides, _ in operands):
+            return None
+        return [(load, strides, offset, strides[1] == 1) for load, strides, offset in operands]
 
     def _batch_groups(self) -> list[Group]:
         batch = self.groups["batch"]
