@@ -38,6 +38,9 @@ PROGRESS_VAR = "STRATA_AUTOTUNE_PROGRESS"
 # the GPU's work alone, but each launch costs the host a few microseconds, which a
 # program whose host is the bottleneck (small products, no CUDA graph) pays in full.
 EXTRA_LAUNCH_S = 3e-6
+# Bound launches kept per kernel (one per set of symbol values: a dynamic-shape kernel
+# called at ever new sizes goes through launch_tile past this many).
+MAX_BOUND = 64
 
 
 def candidates(module: ModuleType, sizes: tuple[int, ...], reduction: bool) -> list[Tile]:
@@ -64,13 +67,25 @@ class Autotuner:
         self.timer = timer or (_cuda_timer if device == "cuda" else _wall_timer)
         self.best: dict[tuple[int, int], Tile] = {}
         self.timings: dict[tuple[int, int], dict[Tile, float]] = {}
+        # per symbols: the tuned tile's launch as a function of the buffers (the module's
+        # bind_tile), so that a call pays neither the sizes nor launch_tile's dispatch
+        self.bound: dict[tuple[int, ...], Callable[[list], None]] = {}
 
     def __call__(self, buffers: list[torch.Tensor], symbols: list[int]) -> None:
+        bound = self.bound.get(tuple(symbols))
+        if bound is not None:
+            bound(buffers)
+            return
         sizes = self.module.numels(symbols)
         tile = self.best.get(sizes)
         if tile is None:
             tile = self.best[sizes] = self._tune(sizes, buffers, symbols)
         self.module.launch_tile(tile, buffers, symbols)
+        bind = getattr(self.module, "bind_tile", None)
+        if bind is not None and len(self.bound) < MAX_BOUND:
+            bound = bind(tile, symbols)
+            if bound is not None:
+                self.bound[tuple(symbols)] = bound
 
     def _tune(self, sizes: tuple[int, ...], buffers: list[torch.Tensor], symbols: list[int]) -> Tile:
         tiles = candidates(self.module, sizes, self.reduction)

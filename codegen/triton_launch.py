@@ -21,6 +21,7 @@ direct path off.
 from __future__ import annotations
 
 import os
+from collections.abc import Callable
 from types import ModuleType
 from typing import Any
 
@@ -98,16 +99,47 @@ class CallSite:
                     if entry is not None:
                         if len(entry) == 3:
                             run, function, metadata = entry
-                            run(grid[0], grid[1] if len(grid) > 1 else 1, 1, self.stream(self.device()), function, metadata,
+                            run(grid[0], grid[1] if len(grid) > 1 else 1, grid[2] if len(grid) > 2 else 1,
+                                self.stream(self.device()), function, metadata,
                                 None, None, None, *args, *self.constants)
                         else:
                             launch, function, warps, shared, types, pick, extra, _ = entry
-                            launch(function, grid[0], grid[1] if len(grid) > 1 else 1, 1, warps, shared, types,
+                            launch(function, grid[0], grid[1] if len(grid) > 1 else 1, grid[2] if len(grid) > 2 else 1,
+                                   warps, shared, types,
                                    (args if pick is None else pick(args)) + extra, self.stream(self.device()))
                         return
             self.fn[grid](*args, **self.options)
         except RuntimeError as e:
             raise KernelLaunchError(launch_failure(self.fn, grid, self.options, self.entries, e)) from e
+
+    def bound(self, grid: tuple[int, ...], ints: tuple[int, ...]) -> Callable[[list], None]:
+        """`site(grid, *buffers, *ints)` as a function of the tensors `buffers` alone,
+        for a launch whose grid and int arguments are fixed (a tuned tile at static
+        sizes): their part of the specialization key is worked out here, once. Through
+        __call__ until the kernel is loaded, and wherever __call__ would not launch
+        directly."""
+        ikey = specialization(ints) if self.direct else None
+        if ikey is None:
+            return lambda buffers: self(grid, *buffers, *ints)
+        gx, gy, gz = grid[0], grid[1] if len(grid) > 1 else 1, grid[2] if len(grid) > 2 else 1
+        entries, hooks = self.entries, self.hooks
+
+        def launch(buffers: list) -> None:
+            entry = entries.get(tuple([b.data_ptr() % 16 == 0 for b in buffers]) + ikey)
+            enter, exit_ = hooks.launch_enter_hook, hooks.launch_exit_hook
+            if (entry is None or len(entry) != 8 or (enter is not None and getattr(enter, "calls", _BUSY))
+                    or (exit_ is not None and getattr(exit_, "calls", _BUSY))):
+                self(grid, *buffers, *ints)
+                return
+            run, function, warps, shared, types, pick, extra, _ = entry
+            args = (*buffers, *ints)
+            try:
+                run(function, gx, gy, gz, warps, shared, types, (args if pick is None else pick(args)) + extra,
+                    self.stream(self.device()))
+            except RuntimeError as e:
+                raise KernelLaunchError(launch_failure(self.fn, grid, self.options, entries, e)) from e
+
+        return launch
 
     def prepare(self, grid: tuple[int, ...], args: tuple) -> None:
         """What the first launch with these arguments would do, launching nothing:

@@ -48,6 +48,7 @@ class LauncherSource:
         out = [
             function_source("numels", ["symbols"], self._numels()),
             function_source("launch_tile", ["tile", "buffers", "symbols"], self._launch_tile()),
+            function_source("bind_tile", ["tile", "symbols"], self._bind_tile()),
         ]
         launch = function_source("launch", ["buffers", "symbols"], self._launch())
         if self.sites:
@@ -86,6 +87,30 @@ class LauncherSource:
         if self.src.rdims:
             lines.append(f"rnumel = {int_code(self.src.rnumel, python=True)}")
         return lines + self._launch_code(None)
+
+    def _bind_tile(self) -> list[str]:
+        """`launch_tile(tile, ·, symbols)` as a function of the buffers alone, its grid,
+        options and int arguments worked out now (CallSite.bound): what max-autotune
+        launches a tuned tile with. None for a split reduction (two launches and their
+        workspaces) or where the kernels are not DirectLaunchers (the interpreter)."""
+        lines = [f"{_unpack(self.src.symbols)} = symbols"] if self.src.symbols else []
+        lines += [f"xnumel = {int_code(self.src.xnumel, python=True)}"]
+        if self.src.rdims:
+            lines.append(f"rnumel = {int_code(self.src.rnumel, python=True)}")
+        names = self.src.kernel_names()
+        blocks = "XBLOCK=tile.xblock" + (", RBLOCK=tile.rblock" if self.src.rdims else "")
+        ints = [*self.src.used_symbols, *(n for n, e in (("xnumel", self.src.xnumel), ("rnumel", self.src.rnumel))
+                                          if e.free_symbols)]
+        variants = ["pointwise"] if not self.src.rdims else [v for v in ("persistent", "looped") if v in names]
+        guard = "xnumel == 0" + (" or tile.split > 1" if self.src.rdims else "")
+        lines += [f"if {guard}:", "    return None"]
+        for variant in variants:
+            alone = set(names) <= {"persistent"}  # else launch_tile's `if tile.persistent:`
+            cond = "tile.persistent" if variant == "persistent" and not alone else "True"
+            lines += [f"if {cond} and hasattr({names[variant]}, 'site'):",
+                      f"    site = {names[variant]}.site(dict({blocks}, {self.options}, num_warps=tile.num_warps))",
+                      f"    return site.bound(({cdiv_code('xnumel', 'tile.xblock')},), ({''.join(f'{n}, ' for n in ints)}))"]
+        return lines + ["return None"]
 
     def _launch_code(self, tile: Tile | None) -> list[str]:
         """Launch statements for a tile known now (`tile`) or held in `tile` at run time."""

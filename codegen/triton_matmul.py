@@ -400,6 +400,9 @@ class MatmulTemplate:
         tma = self.tma_operands is not None
         if tma:
             kernels.append(self._tma_kernel())
+        split = len(self.dots) == 1
+        if split:
+            kernels += [self._kernel("partial"), self._kernel("split")]
         header = [
             f"# strata kernel {self.func.sym_name.data}: matmul template",
             f"# from aten ops: {', '.join(self.func.source_ops)}",
@@ -414,9 +417,9 @@ class MatmulTemplate:
             header.append("from strata.codegen.triton_matmul_tiles import sm_count, tma_available, tma_ready")
             header.append("from triton.tools.tensor_descriptor import TensorDescriptor")
         header.append("from strata.codegen.triton_precompile import prepare_launch")
-        constants = [f"LIBRARY = {library}", f"APART = {apart}", f"WIDE = {self.wide}", f"TMA = {tma}"]
+        constants = [f"LIBRARY = {library}", f"APART = {apart}", f"WIDE = {self.wide}", f"TMA = {tma}", f"SPLIT = {split}"]
         parts = ["\n".join(header), "\n".join(constants), *helper_sources(self.ops.helpers, self.device), *kernels]
-        parts += self._launchers(library, apart)
+        parts += self._launchers(library, apart, split)
         return "\n\n\n".join(p.rstrip("\n") for p in parts) + "\n"
 
     def _sizes(self) -> list[tuple[str, sympy.Expr]]:
@@ -426,14 +429,18 @@ class MatmulTemplate:
     def _kernel(self, mode: str) -> str:
         """mode: "fused" (the template), "library" (the epilogue after the library's
         product), "product" (the template up to apart_chain's last op, stored), "rest"
-        (the epilogue after it)."""
+        (the epilogue after it), "partial" (split-K: the product over one chunk of k,
+        stored in f32), "split" (the chunks summed, then the epilogue)."""
         lines: list[str] = []
         name = {"fused": self.name, "library": f"{self.name}_epilogue"}.get(mode, f"{self.name}_{mode}")
-        epilogue_only = mode in ("library", "rest")
+        epilogue_only = mode in ("library", "rest", "split")
         params = list(self.buffers.values()) + (["product"] if mode != "fused" else []) + self.symbols
-        params += ["M", "N", "K", "BLOCK_M: tl.constexpr", "BLOCK_N: tl.constexpr"]
+        params += ["M", "N", "K"] + {"partial": ["k_chunk", "split_stride"], "split": ["split_stride"]}.get(mode, [])
+        params += ["BLOCK_M: tl.constexpr", "BLOCK_N: tl.constexpr"]
         if not epilogue_only:
             params += ["BLOCK_K: tl.constexpr", "GROUP_M: tl.constexpr", "EVEN_K: tl.constexpr"]
+        if mode == "split":
+            params.append("SPLIT_K: tl.constexpr")
         to64 = ".to(tl.int64)" if self.int64 else ""
         if epilogue_only:
             lines += ["pid_m = tl.program_id(0)", "pid_n = tl.program_id(1)"]
@@ -455,9 +462,18 @@ class MatmulTemplate:
         lines.append(f"rm = pid_m{to64} * BLOCK_M + tl.arange(0, BLOCK_M)")
         lines.append(f"rn = pid_n{to64} * BLOCK_N + tl.arange(0, BLOCK_N)")
         if not epilogue_only:
-            lines += self._main_loop()
-        lines += self._epilogue(mode)
+            lines += self._main_loop(chunked=mode == "partial")
+        if mode == "partial":  # the chunk's sum, nothing of the epilogue
+            lines += ["em = rm[:, None]", "en = rn[None, :]", "emask = (em < M) & (en < N)",
+                      f"tl.store(product + tl.program_id(2) * split_stride + ({self._product_offset()}), acc0, mask=emask)"]
+        else:
+            lines += self._epilogue(mode)
         return function_source(name, params, lines, "@triton.jit")
+
+    @staticmethod
+    def _product_offset() -> str:
+        """Where an element of the tile lies in a stored [NBATCH, M, N] product."""
+        return "batch * M * N + em * N + en"
 
     def _tma_kernel(self) -> str:
         """The persistent TMA template: one program per multiprocessor walks the tiles
@@ -496,7 +512,10 @@ class MatmulTemplate:
         ]
         return function_source(f"{self.name}_tma", params, lines, "@triton.jit")
 
-    def _main_loop(self) -> list[str]:
+    def _main_loop(self, chunked: bool = False) -> list[str]:
+        """The k loop accumulating each dot's tile; `chunked`: over this program's chunk
+        of k alone (split-K's third grid axis; k_chunk a multiple of BLOCK_K, so that
+        only the last chunk may run past K, where the masks are)."""
         m, n, k = self.groups["m"], self.groups["n"], self.groups["k"]
         lines = ["am = rm % M", "bn = rn % N"]  # rows past the end read wrapped, never stored
         env = {"a": {}, "b": {}}
@@ -510,7 +529,11 @@ class MatmulTemplate:
             env["b"][var] = f"{code}[:, None]"
         for i in range(len(self.dots)):
             lines.append(f"acc{i} = tl.full([BLOCK_M, BLOCK_N], 0, tl.float32)")
-        lines.append("for k0 in range(0, K, BLOCK_K):")
+        if chunked:
+            lines += ["k_start = tl.program_id(2) * k_chunk",
+                      "for k0 in range(k_start, tl.minimum(k_start + k_chunk, K), BLOCK_K):"]
+        else:
+            lines.append("for k0 in range(0, K, BLOCK_K):")
         to64 = ".to(tl.int64)" if self.int64 else ""
         body = [f"ak = k0 + tl.arange(0, BLOCK_K){to64}", "bk = ak"]
         even, masked = self._side_code(env, False), self._side_code(env, True)
@@ -566,13 +589,18 @@ class MatmulTemplate:
         for var, code in n.parts("en").items():
             env[var] = code
         full = "tl.full([BLOCK_M, BLOCK_N], 0, tl.int64)" if self.int64 else "tl.full([BLOCK_M, BLOCK_N], 0, tl.int32)"
-        at = "product + (batch * M * N + em * N + en)"
+        at = f"product + ({self._product_offset()})"
         skipped: set[Operation] = set()  # computed by the other kernel
         kept: set[Operation] | None = None  # the only ops this kernel computes (None: all)
         if mode == "library":  # the library's result, in place of the op it computed
             stand_in = self.stand_in()
             skipped = {stand_in}
             lines.append(f"{self.names[stand_in.results[0]]} = tl.load({at}, mask=emask).to(tl.float32)")
+        elif mode == "split":  # the product: the chunks' sums added
+            skipped = {self.dots[0]}
+            total = self.names[self.dots[0].result]
+            lines += [f"{total} = tl.load({at}, mask=emask)", "for s in tl.static_range(1, SPLIT_K):",
+                      f"    {total} += tl.load({at} + s * split_stride, mask=emask)"]
         elif mode == "rest":  # the product kernel's stored value, in its own dtype
             skipped = set(self.apart_chain)
             lines.append(f"{self.names[self.apart_stored]} = tl.load({at}, mask=emask)")
@@ -668,7 +696,7 @@ class MatmulTemplate:
                  f"{args}, {keywords})"]
         return function_source("_tma", ["tile", "buffers", "symbols"], lines)
 
-    def _launchers(self, library: bool, apart: bool) -> list[str]:
+    def _launchers(self, library: bool, apart: bool, split: bool) -> list[str]:
         unpack = [f"{_unpack(list(self.buffers.values()))} = buffers"]
         if self.symbols:
             unpack.append(f"{_unpack(self.symbols)} = symbols")
@@ -678,18 +706,19 @@ class MatmulTemplate:
         numels = function_source("numels", ["symbols"], [*unpack[1:], *sizes, "return M, N, K, NBATCH"])
         candidates = function_source("tile_candidates", ["sizes"], [
             "M, N, K, NBATCH = sizes",
-            "return candidate_tiles(M, N, K, WIDE, LIBRARY, APART, TMA and tma_available())",
+            "return candidate_tiles(M, N, K, WIDE, LIBRARY, APART, TMA and tma_available(), SPLIT, NBATCH)",
         ])
         guard = ["if M == 0 or N == 0 or NBATCH == 0:", "    return"]
         dispatch = ["if tile.library:", "    _library(buffers, symbols, M, N, K, NBATCH)", "    return"] if library else []
         grid = "grid = (-(-M // tile.block_m) * -(-N // tile.block_n), NBATCH)"
-        keywords = (f"BLOCK_M=tile.block_m, BLOCK_N=tile.block_n, BLOCK_K=tile.block_k, GROUP_M=tile.group_m, "
-                    f"EVEN_K=K % tile.block_k == 0, {options}, num_warps=tile.num_warps, num_stages=tile.num_stages")
+        keywords = self._tile_keywords()
         with_product = ", ".join([*self.buffers.values(), "product", *self.symbols, "M", "N", "K"])
         if apart:
             dispatch += ["if tile.epilogue_apart:", "    _apart(tile, buffers, symbols, M, N, K, NBATCH)", "    return"]
         if self.tma_operands is not None:
             dispatch += ["if tile.tma:", "    return _tma(tile, buffers, symbols)"]
+        if split:
+            dispatch += ["if tile.split_k > 1:", "    _split(tile, buffers, symbols, M, N, K, NBATCH)", "    return"]
         dispatch += [grid, f"{self.name}[grid]({args}, {keywords})"]
         tile_body = [*unpack, *sizes, *guard, *dispatch]
         # compiles a tile's kernel without launching it: the tuner compiles its
@@ -700,8 +729,19 @@ class MatmulTemplate:
             prepare_body += ["if tile.epilogue_apart:", f"    product = {self._product_buffer()}",
                              f"    prepare_launch({self.name}_product, grid, ({with_product},), dict({keywords}))",
                              "    return"]
+        if split:
+            prepare_body += ["if tile.split_k > 1:", *[f"    {line}" for line in self._split_partial()[:-1]],
+                             f"    prepare_launch({self.name}_partial, grid, ({self._partial_args()},), dict({keywords}))",
+                             "    return"]
         prepare_body.append(f"prepare_launch({self.name}, grid, ({args},), dict({keywords}))")
+        # launch_tile's plain tile as a function of the buffers, worked out once
+        # (CallSite.bound): what max-autotune launches a tuned tile with
+        bind_body = [*unpack[1:], *sizes,
+                     f"if tile.library or tile.epilogue_apart or tile.tma or tile.split_k > 1 or M == 0 or N == 0 or NBATCH == 0 "
+                     f"or not hasattr({self.name}, 'site'):", "    return None", grid,
+                     f"return {self.name}.site(dict({keywords})).bound(grid, ({''.join(f'{s}, ' for s in self.symbols)}M, N, K))"]
         out = [numels, candidates, function_source("launch_tile", ["tile", "buffers", "symbols"], tile_body),
+               function_source("bind_tile", ["tile", "symbols"], bind_body),
                function_source("prepare_tile", ["tile", "buffers", "symbols"], prepare_body)]
         # the heuristic tile, the sizes computed once
         launch_body = [*unpack, *sizes, *guard, "tile = heuristic_tile(M, N, K, WIDE)", *dispatch]
@@ -716,7 +756,32 @@ class MatmulTemplate:
                 f"{self.name}_product[grid]({with_product}, {keywords})",
                 *_epilogue_launch(f"{self.name}_rest", with_product, options),
             ]))
+        if split:
+            out.append(function_source("_split", ["tile", "buffers", "symbols", "M", "N", "K", "NBATCH"], [
+                *unpack, *self._split_partial(),
+                *_epilogue_launch(f"{self.name}_split", f"{with_product}, split_stride", f"SPLIT_K=tile.split_k, {options}"),
+            ]))
         return out
+
+    def _partial_args(self) -> str:
+        return ", ".join([*self.buffers.values(), "product", *self.symbols, "M", "N", "K", "k_chunk", "split_stride"])
+
+    def _split_partial(self) -> list[str]:
+        """Code for split-K's first launch: the f32 workspace of the chunks' sums, each
+        chunk a whole number of BLOCK_K steps, and the partial products on a grid whose
+        third axis walks the chunks."""
+        first = next(iter(self.buffers.values()))
+        return ["split_stride = NBATCH * M * N",
+                f"product = torch.empty((tile.split_k * split_stride,), dtype=torch.float32, device={first}.device)",
+                "k_chunk = -(-K // (tile.split_k * tile.block_k)) * tile.block_k",
+                "grid = (-(-M // tile.block_m) * -(-N // tile.block_n), NBATCH, tile.split_k)",
+                f"{self.name}_partial[grid]({self._partial_args()}, {self._tile_keywords()})"]
+
+    def _tile_keywords(self) -> str:
+        """The keyword arguments launching a tile's product kernel (`tile` at run time)."""
+        options = FUSED_OPTIONS if self.fp_fusion else EXACT_OPTIONS
+        return (f"BLOCK_M=tile.block_m, BLOCK_N=tile.block_n, BLOCK_K=tile.block_k, GROUP_M=tile.group_m, "
+                f"EVEN_K=K % tile.block_k == 0, {options}, num_warps=tile.num_warps, num_stages=tile.num_stages")
 
     def _product_buffer(self) -> str:
         """Code for the buffer the apart product kernel stores into."""

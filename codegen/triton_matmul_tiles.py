@@ -27,12 +27,16 @@ class MatmulTile(NamedTuple):
     # persistent: one program per multiprocessor walks the tiles, both operands read by
     # TMA (tensor descriptors), where they are plain 2-d strided reads (Hopper on)
     tma: bool = False
+    # split-K: this many programs share each output tile, each summing a chunk of k
+    # into an f32 workspace, and a second kernel adds the chunks and runs the epilogue
+    # (a product of few tiles and a long k leaves most multiprocessors idle otherwise)
+    split_k: int = 1
 
     @property
     def launches(self) -> int:
         """Launches a call takes (at most: a library tile that stores its product
         directly takes one)."""
-        return 2 if self.library or self.epilogue_apart else 1
+        return 2 if self.library or self.epilogue_apart or self.split_k > 1 else 1
 
     def describe(self) -> str:
         if self.library:
@@ -41,6 +45,8 @@ class MatmulTile(NamedTuple):
                 f"warps={self.num_warps} stages={self.num_stages}")
         if self.tma:
             text += " persistent TMA"
+        if self.split_k > 1:
+            text += f" split-K {self.split_k}"
         return text + " + epilogue apart" if self.epilogue_apart else text
 
 
@@ -96,12 +102,39 @@ TMA_CONFIGS = ((128, 128, 64, 8, 3), (128, 256, 64, 8, 3), (256, 128, 64, 8, 3),
 TMA_MIN_WORK = 4096 ** 3 // 2
 
 
+# Split-K: the tiles for few rows and columns, and how far k splits. A product is split
+# while its tiles fill less than a wave of a large GPU (fewer programs than
+# SPLIT_BELOW), into at most SPLIT_UPTO programs, each chunk of k at least four steps.
+SPLIT_CONFIGS = ((32, 64, 128, 4, 4), (32, 128, 64, 4, 4), (64, 64, 64, 4, 4), (64, 128, 64, 4, 3))
+SPLIT_FACTORS = (2, 4, 8, 16)
+SPLIT_BELOW, SPLIT_UPTO = 128, 512
+
+
+def split_tiles(m: int, n: int, k: int, nbatch: int, wide: bool) -> list[MatmulTile]:
+    """The split-K candidates of a product of these sizes (none for a product whose
+    tiles already fill the GPU, or whose k is short)."""
+    out = []
+    for bm, bn, bk, warps, stages in SPLIT_CONFIGS:
+        if wide:
+            bk = max(16, bk // 2)
+        tile = MatmulTile(_clamp(bm, m), _clamp(bn, n), _clamp(bk, k), 8, warps, stages)
+        programs = -(-m // tile.block_m) * -(-n // tile.block_n) * nbatch
+        if programs >= SPLIT_BELOW:
+            continue
+        for split in SPLIT_FACTORS:
+            # the f32 workspace indexed in 32 bits
+            if programs * split <= SPLIT_UPTO and k >= 4 * split * tile.block_k and split * nbatch * m * n < 2**31:
+                out.append(tile._replace(split_k=split))
+    return list(dict.fromkeys(out))
+
+
 def candidate_tiles(m: int, n: int, k: int, wide: bool, library: bool, apart: bool = False,
-                    tma: bool = False) -> list[MatmulTile]:
+                    tma: bool = False, split: bool = False, nbatch: int = 1) -> list[MatmulTile]:
     """The heuristic tile first, then the configurations clamped to the sizes (no
     duplicates), then the first few again with the epilogue apart where the kernel
     can split it, the persistent TMA tiles where the operands and the GPU allow them,
-    then the library tile where the operands allow it."""
+    split-K tiles where the kernel has them and the product is small but long, then
+    the library tile where the operands allow it."""
     out = [heuristic_tile(m, n, k, wide)]
     for bm, bn, bk, warps, stages in CONFIGS:
         if wide:
@@ -117,6 +150,8 @@ def candidate_tiles(m: int, n: int, k: int, wide: bool, library: bool, apart: bo
                               stages, tma=True)
             if tile not in out:
                 out.append(tile)
+    if split:
+        out += split_tiles(m, n, k, nbatch, wide)
     if library:
         out.append(MatmulTile(library=True))
     return out

@@ -604,7 +604,7 @@ class _Site:
         b = self.chosen.get(pattern)
         if b is None:
             b = self._choose(pattern, args)
-        self.launch(b.function, grid[0], grid[1] if len(grid) > 1 else 1, 1, b.num_warps, b.shared, b.arg_types,
+        self.launch(b.function, grid[0], grid[1] if len(grid) > 1 else 1, grid[2] if len(grid) > 2 else 1, b.num_warps, b.shared, b.arg_types,
                     args + b.extra if b.extra else args, self.stream(self.index))
 
     def _choose(self, pattern: tuple, args: tuple) -> _Binary:

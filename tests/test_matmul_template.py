@@ -5,6 +5,7 @@ epilogue_fusion=False; the tuner's cache."""
 
 from __future__ import annotations
 
+import contextlib
 from pathlib import Path
 
 import pytest
@@ -193,7 +194,7 @@ def _template_kernel(m: int, n: int, k: int, dtype: str) -> kernel.FuncOp:
     return func
 
 
-@pytest.mark.parametrize("m,n,k", [(33, 20, 48), (64, 64, 64), (2, 24, 40), (70, 3, 130)])
+@pytest.mark.parametrize("m,n,k", [(33, 20, 48), (64, 64, 64), (2, 24, 40), (70, 3, 130), (5, 24, 1100)])
 @pytest.mark.parametrize("dtype", ["f32", "bf16"])
 def test_every_candidate_tile_computes_the_product(m, n, k, dtype, tmp_path, monkeypatch):
     monkeypatch.setenv("STRATA_CACHE_DIR", str(tmp_path))
@@ -210,12 +211,50 @@ def test_every_candidate_tile_computes_the_product(m, n, k, dtype, tmp_path, mon
     # eager's addmm rounds it), a second kernel reads it
     assert sum(t.epilogue_apart for t in tiles) == 4
     assert f"def {func.sym_name.data}_product(" in compiled.source and f"def {func.sym_name.data}_rest(" in compiled.source
+    # split-K for a product of few tiles and a long k (the last chunk masked: 1100 is
+    # no multiple of a block)
+    assert any(t.split_k > 1 for t in tiles) == (k >= 1024)
     x, w, b = (_at_an_offset(t) for t in (x, w, b))  # as a memory plan hands them over
     for tile in tiles:
         out = _at_an_offset(torch.full((m, n), float("nan"), dtype=torch_dtype))
         with _interpreting():
             compiled.module.launch_tile(tile, [x, w, b, out], [])
         torch.testing.assert_close(out, want, **TOLERANCE[torch_dtype], msg=lambda e: f"{tile.describe()}: {e}")
+
+
+# a batched product with an epilogue: the library tile's and the apart tiles' epilogue
+# kernels run on a 3-d grid, the batch along its z axis
+BATCHED_IR = """
+func.func @graph(%q: !strata.tensor<[3, 40, {k}], {t}>, %k: !strata.tensor<[3, {k}, 24], {t}>, %r: !strata.tensor<[3, 40, 24], {t}>) -> !strata.tensor<[3, 40, 24], {t}> {{
+  %y = prim.bmm %q, %k : (!strata.tensor<[3, 40, {k}], {t}>, !strata.tensor<[3, {k}, 24], {t}>) -> !strata.tensor<[3, 40, 24], {t}>
+  %z = prim.add %y, %r : (!strata.tensor<[3, 40, 24], {t}>, !strata.tensor<[3, 40, 24], {t}>) -> !strata.tensor<[3, 40, 24], {t}>
+  %o = prim.tanh %z : (!strata.tensor<[3, 40, 24], {t}>) -> !strata.tensor<[3, 40, 24], {t}>
+  func.return %o : !strata.tensor<[3, 40, 24], {t}>
+}}
+"""
+
+
+@pytest.mark.parametrize("k", [32, 1100])
+@pytest.mark.parametrize("device", ["cpu", pytest.param("cuda", marks=pytest.mark.skipif(
+    not torch.cuda.is_available(), reason="launches through the direct CUDA launcher"))])
+def test_every_tile_of_a_batched_product_computes_every_batch(device, k, tmp_path, monkeypatch):
+    """Each candidate, the library tile, the apart and split-K ones included, writes all
+    three batches (on a GPU through the direct launcher, which once dropped a grid's z)."""
+    monkeypatch.setenv("STRATA_CACHE_DIR", str(tmp_path))
+    module = parse_module(BATCHED_IR.format(t="bf16", k=k))
+    run_pipeline(module, ["matmul-to-dot", "fuse"], step_options=[{"target": "triton"}, {}])
+    (func,) = [op for op in module.ops if isinstance(op, kernel.FuncOp)]
+    compiled = compile_kernel(func, device)
+    q, w, r = (torch.randn(s, dtype=torch.bfloat16, device=device) for s in ((3, 40, k), (3, k, 24), (3, 40, 24)))
+    want = torch.tanh(torch.bmm(q, w) + r)
+    tiles = compiled.module.tile_candidates(compiled.module.numels([]))
+    assert any(t.library for t in tiles) and any(t.epilogue_apart for t in tiles)
+    assert any(t.split_k > 1 for t in tiles) == (k > 1000)
+    for tile in tiles:
+        out = torch.full((3, 40, 24), float("nan"), dtype=torch.bfloat16, device=device)
+        with _interpreting() if device == "cpu" else contextlib.nullcontext():
+            compiled.module.launch_tile(tile, [q, w, r, out], [])
+        torch.testing.assert_close(out, want, **TOLERANCE[torch.bfloat16], msg=lambda e: f"{tile.describe()}: {e}")
 
 
 def _at_an_offset(t: torch.Tensor) -> torch.Tensor:

@@ -101,3 +101,47 @@ def test_call_sites_take_triton_s_path_when_asked(monkeypatch):
     for _ in range(3):
         site((1,), torch.empty(4), 4, torch.empty(4))
     assert [e[0] for e in fn.log] == ["triton"] * 3
+
+
+def test_call_sites_launch_a_three_dimensional_grid_whole(monkeypatch):
+    """A grid's z (a batched product's epilogue runs one batch per z) reaches the launch."""
+    launches = []
+
+    def static(compiled, params):
+        return (lambda *a: launches.append(a)), "fn", 4, 0, "OOO", None, (), object()
+
+    fn, site = _fake_site(monkeypatch, static)
+    a, out = torch.empty(64), torch.empty(64)
+    site((4, 2, 3), a, 64, out)
+    fn2, triton_site = _fake_site(monkeypatch)
+    triton_site((4, 2, 3), a, 64, out)
+    assert launches[0][1:4] == (4, 2, 3)
+    assert fn2.log[-1][1][:3] == (4, 2, 3)
+
+
+def test_a_bound_call_site_launches_as_the_site_would(monkeypatch):
+    """CallSite.bound (max-autotune's tuned launches): the same launch as
+    `site(grid, *buffers, *ints)`, through the site itself until the kernel is loaded,
+    for another alignment, or with a launch hook set."""
+    from triton import knobs
+
+    launches = []
+
+    def static(compiled, params):
+        return (lambda *a: launches.append(a)), "fn", 8, 1024, "OOO", None, (), object()
+
+    fn, site = _fake_site(monkeypatch, static)
+    a, out = torch.empty(64), torch.empty(64)
+    bound = site.bound((4, 2, 3), (64,))
+    bound([a, out])  # not loaded yet: the site compiles and launches it
+    bound([a, out])  # loaded: launched by the bound function
+    assert [e[0] for e in fn.log] == ["warmup"]
+    assert launches == [("fn", 4, 2, 3, 8, 1024, "OOO", (a, out, 64), "stream")] * 2
+    misaligned = torch.empty(65)[1:]
+    bound([misaligned, out])  # another specialization: compiled for it by the site
+    assert [e[0] for e in fn.log] == ["warmup", "warmup"] and launches[-1][7] == (misaligned, out, 64)
+    monkeypatch.setattr(knobs.runtime.launch_enter_hook, "calls", [lambda *a: None])  # a profiler's hook
+    bound([a, out])
+    assert fn.log[-1][0] == "triton"
+    monkeypatch.setattr(knobs.runtime.launch_enter_hook, "calls", [])
+    assert site.bound((4,), (2.5,))([a, out]) is None and fn.log[-1][0] == "triton"  # a float: Triton's own path
