@@ -76,12 +76,14 @@ class CompiledKernel:
         return f"<CompiledKernel {self.name} (triton)>"
 
 
-def compile_kernel(func: Kernel, device: str = "cuda", max_autotune: bool = False, **_: object) -> CompiledKernel:
+def compile_kernel(func: Kernel, device: str = "cuda", max_autotune: bool = False, host_bound: bool = False,
+                   **_: object) -> CompiledKernel:
     """Triton code for `func` (a kernel.func, or its KernelText: parsed only on a cache
     miss), for tensors on `device` ("cuda", or "cpu" for Triton's interpreter); raises
     CodegenError naming an op it cannot lower. `max_autotune`:
     the tile is chosen by timing candidates on the first call with each size
-    (triton_autotune); otherwise by triton_tiles' heuristic. Other keyword arguments
+    (triton_autotune), counting each tile's host time too where `host_bound` (no CUDA
+    graph); otherwise by triton_tiles' heuristic. Other keyword arguments
     (options of other back ends) are ignored."""
     device = _device_kind(device)
     # Keyed on func as given: its loop order is chosen only on a miss (on a warm
@@ -97,7 +99,8 @@ def compile_kernel(func: Kernel, device: str = "cuda", max_autotune: bool = Fals
         module = _load(path, key, device)
     launch = module.launch
     if max_autotune:
-        launch = Autotuner(kernel_name(func), key, module, bool(as_func(func).reduction_dims), device)
+        launch = Autotuner(kernel_name(func), key, module, bool(as_func(func).reduction_dims), device,
+                           host_bound=host_bound and device == "cuda")
     return CompiledKernel(kernel_name(func), path.read_text(), launch, device == "cpu", module)
 
 

@@ -131,17 +131,26 @@ def _graph_bytes(module: ModuleOp, report: reports.GraphReport) -> reports.Bytes
     return reports.as_bytes(graph_bytes(fns[0]), report.symbols) if fns else None
 
 
+def _tuning(options: dict) -> tuple[bool, bool]:
+    """(max_autotune, host_bound) for kernel_compiler: without CUDA graphs, every
+    launch's host time is paid."""
+    return options["max_autotune"], options["max_autotune"] and not options["triton.cudagraphs"]
+
+
 def kernel_compiler(
-    codegen: str, device: torch.device, trace: Trace, report: reports.GraphReport | None = None, max_autotune: bool = False
+    codegen: str, device: torch.device, trace: Trace, report: reports.GraphReport | None = None, max_autotune: bool = False,
+    host_bound: bool = False,
 ) -> Callable[[kernel_text.Kernel], Any]:
-    """compile_kernel for the chosen back end, falling back to the kernel interpreter."""
+    """compile_kernel for the chosen back end, falling back to the kernel interpreter.
+    host_bound: max-autotune without CUDA graphs, whose tuner counts each candidate's
+    host time too (triton_autotune)."""
     from strata.codegen.errors import CodegenError
 
     if codegen == "triton":
         from strata.codegen.triton_gpu import compile_kernel as triton_compile
 
         def generate(func: kernel_text.KernelText):
-            return triton_compile(func, device=device.type, max_autotune=max_autotune)
+            return triton_compile(func, device=device.type, max_autotune=max_autotune, host_bound=host_bound)
 
         suffix = ".py"
     else:
@@ -268,7 +277,7 @@ def _compile(gm, example_inputs, options, number: int, compile_id: str | None, k
     _warn_fallbacks(module, declines)
     codegen_start = time.perf_counter()
     funcs = None if kernels is None else {k.name: k for k in kernels}  # printed once, for the cache
-    compiled = CompiledGraph(module, kernel_compiler(codegen, device, trace, report, options["max_autotune"]), device,
+    compiled = CompiledGraph(module, kernel_compiler(codegen, device, trace, report, *_tuning(options)), device,
                              funcs=funcs, written_back=_written_back(imported, kind))
     if report is not None:
         report.codegen_s = time.perf_counter() - codegen_start
@@ -329,7 +338,7 @@ def compile_captured(program: str, kernels: list[kernel_text.KernelText], declin
         codegen = options["codegen"] or ("triton" if device.type == "cuda" else "llvm")
         _warn_fallbacks(module, declines)
         trace = Trace(options, number)
-        compile_kernel = kernel_compiler(codegen, device, trace, None, options["max_autotune"])
+        compile_kernel = kernel_compiler(codegen, device, trace, None, *_tuning(options))
         compiled = CompiledGraph(module, compile_kernel, device, funcs={k.name: k for k in kernels})
         constants = constants_on_device(constants, compiled.program, device)
         call = _on_device(lambda args: compiled(list(args) + constants), example_inputs, device)

@@ -422,6 +422,30 @@ def test_a_candidate_of_two_launches_wins_only_by_more_than_a_launch(tmp_path, m
         monkeypatch.setenv("STRATA_CACHE_DIR", str(tmp_path / "again"))  # no winner from the cache
 
 
+@pytest.mark.parametrize("host_bound", [False, True])
+def test_without_cuda_graphs_a_candidate_costs_its_host_time_too(host_bound, tmp_path, monkeypatch):
+    """max-autotune-no-cudagraphs: a call costs the longer of its GPU and host work, so
+    the library tile, fastest on the GPU but slow to issue, loses to a template tile
+    there, and wins where CUDA graphs hide the host. Each candidate's time is keyed in
+    the disk cache by which it was."""
+    monkeypatch.setenv("STRATA_CACHE_DIR", str(tmp_path))
+    func = _template_kernel(20, 16, 32, "f32")
+    x, w, b = torch.randn(20, 32), torch.randn(16, 32), torch.randn(16)
+    tuned = compile_kernel(func, "cpu", max_autotune=True)
+    tuner = tuned.run.__closure__[0].cell_contents
+    tuner.host_bound = host_bound
+    tiles = triton_autotune.candidates(tuned.module, (20, 16, 32, 1), True)
+    timed: list[float] = []
+    # the library tile (timed last): 5 us of GPU work, 40 us of host work; the rest 10 and 12
+    tuner.timer = lambda fn: timed.append(0) or (5e-6 if len(timed) == len(tiles) else 10e-6)
+    tuner.host_timer = lambda fn: 40e-6 if len(timed) == len(tiles) else 12e-6
+    out = torch.empty(20, 16)
+    tuned([x, w, b, out], [])
+    torch.testing.assert_close(out, torch.tanh(torch.addmm(b, x, w.t())))
+    (best,) = tuner.best.values()
+    assert best.library != host_bound, best
+
+
 @pytest.mark.parametrize("dtype", ["f32", "bf16"])
 @pytest.mark.parametrize("m,n,k", [(33, 20, 48), (130, 70, 64)])
 def test_persistent_tma_tiles_compute_the_product(m, n, k, dtype, tmp_path, monkeypatch):
