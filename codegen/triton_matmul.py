@@ -35,6 +35,7 @@ reduction, which computes it correctly, only without the tiled product.
 from __future__ import annotations
 
 import functools
+import math
 import warnings
 from dataclasses import dataclass
 
@@ -326,22 +327,36 @@ class MatmulTemplate:
         bias = self.library_bias()
         return bias[0] if bias is not None else self.dots[0]
 
-    def direct_store(self) -> kernel.StoreOp | None:
-        """The one store, where it stores the library's result rounded to its operands'
-        dtype and nothing else happens after it: the library tile then writes it itself."""
+    def direct_store(self) -> tuple[kernel.StoreOp, float] | None:
+        """The one store and a scale, where it stores the library's result, times a
+        constant power of two or not (scale 1), rounded to its operands' dtype, and
+        nothing else happens: the library tile then writes it itself, the scale as
+        cuBLAS's alpha. That is exact: scaling by 2**k commutes with rounding (short of
+        the subnormal range), and every rounding on the way is to that one dtype. A
+        scale only where nothing is added first (no bias) and the product has at most
+        one batch dim (addmm_, baddbmm_)."""
         stores = [op for op in self.body if isinstance(op, kernel.StoreOp)]
         if len(stores) != 1:
             return None
-        v = stores[0].value
-        while isinstance(v.owner, ConvertElementTypeOp):
-            v = v.owner.x
-        if v.owner is not self.stand_in():
+        dtype = scalar_dtype(self._peeled(self.operands[0][0]).owner.result.type)
+        if scalar_dtype(stores[0].value.type) != dtype:
             return None
-        load = self._peeled(self.operands[0][0]).owner
-        if scalar_dtype(stores[0].value.type) != scalar_dtype(load.result.type):
-            return None
+        v, scale = stores[0].value, 1.0
+        scalable = self.library_bias() is None and len(self.groups["batch"].names) <= 1
+        while v.owner is not self.stand_in():
+            op = v.owner
+            if isinstance(op, ConvertElementTypeOp) and scalar_dtype(op.results[0].type) in ("f32", dtype):
+                v = op.x
+            elif scalable and scale == 1.0 and isinstance(op, ElementwiseOp) and op.name == "prim.mul":
+                constants = [x for x in op.operands if isinstance(x.owner, arith.ConstantOp)]
+                if len(constants) != 1 or not _power_of_two(constants[0].owner.value.value.data):
+                    return None
+                scale = float(constants[0].owner.value.value.data)
+                v = next(x for x in op.operands if x is not constants[0])
+            else:
+                return None
         groups = [*self._batch_groups(), self.groups["m"], self.groups["n"]]
-        return stores[0] if self._view_strides(self.index[stores[0]], groups) is not None else None
+        return (stores[0], scale) if self._view_strides(self.index[stores[0]], groups) is not None else None
 
     @functools.cached_property
     def apart_chain(self) -> list[Operation] | None:
@@ -831,11 +846,15 @@ class MatmulTemplate:
             _, load, stride, offset = bias
             lines.append(f"bias = {_view(self.buffers[load.buffer], 'N', int_code(stride, python=True), offset)}")
             call = "torch.addmm(bias, a, b"
-        store = self.direct_store()
-        if store is not None:
+        direct = self.direct_store()
+        if direct is not None:
+            store, scale = direct
             strides, offset = self._view_strides(self.index[store], [*self._batch_groups(), self.groups["m"], self.groups["n"]])
             lines.append(f"out = {view(self.buffers[store.buffer], strides, offset, 'M', 'N')}")
-            lines.append(f"{call}, out=out)")
+            if scale == 1.0:
+                lines.append(f"{call}, out=out)")
+            else:  # beta=0: out's contents are ignored, NaNs included
+                lines.append(f"out.{'baddbmm_' if batch.names else 'addmm_'}(a, b, beta=0, alpha={scale!r})")
         else:
             args = ", ".join([*self.buffers.values(), "product", *self.symbols, "M", "N", "K"])
             lines += [f"product = {call})", *_epilogue_launch(f"{self.name}_epilogue", args, options)]
@@ -860,6 +879,11 @@ def matmul_template(func: kernel.FuncOp, device: str) -> MatmulTemplate | None:
                       f"the matmul template cannot run ({e}); it runs as a generic reduction, much slower than a "
                       "tiled product", stacklevel=2)
         return None
+
+
+def _power_of_two(c: float) -> bool:
+    """Whether c is ±2**k: a scale that commutes exactly with rounding."""
+    return c != 0 and math.isfinite(c) and math.frexp(abs(c))[0] == 0.5
 
 
 def _is_loop_var(name: str) -> bool:

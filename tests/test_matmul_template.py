@@ -291,6 +291,37 @@ func.func @graph(%x: !strata.tensor<[2, 9, 12], f32>, %w: !strata.tensor<[2, 12,
     torch.testing.assert_close(out, want)
 
 
+SCALED_BMM_IR = """
+func.func @graph(%q: !strata.tensor<[2, 9, 12], {t}>, %k: !strata.tensor<[2, 12, 7], {t}>) -> !strata.tensor<[2, 9, 7], {t}> {{
+  %y = prim.bmm %q, %k : (!strata.tensor<[2, 9, 12], {t}>, !strata.tensor<[2, 12, 7], {t}>) -> !strata.tensor<[2, 9, 7], {t}>
+  %w = prim.convert_element_type %y {{dtype = "f32"}} : (!strata.tensor<[2, 9, 7], {t}>) -> !strata.tensor<[2, 9, 7], f32>
+  %c = prim.full {{shape = [2 : i64, 9 : i64, 7 : i64], value = {scale} : f64, dtype = "f32"}} : !strata.tensor<[2, 9, 7], f32>
+  %z = prim.mul %w, %c : (!strata.tensor<[2, 9, 7], f32>, !strata.tensor<[2, 9, 7], f32>) -> !strata.tensor<[2, 9, 7], f32>
+  %o = prim.convert_element_type %z {{dtype = "{t}"}} : (!strata.tensor<[2, 9, 7], f32>) -> !strata.tensor<[2, 9, 7], {t}>
+  func.return %o : !strata.tensor<[2, 9, 7], {t}>
+}}
+"""
+
+
+@pytest.mark.parametrize("scale, alpha", [(0.125, True), (-4.0, True), (0.3, False)])
+def test_library_tile_scales_by_a_power_of_two_as_cublas_alpha(scale, alpha, tmp_path, monkeypatch):
+    """A product times a power of two is written by cuBLAS with that scale as its alpha,
+    bit for bit eager's (scaling by 2**k commutes with rounding); any other scale is
+    the epilogue kernel's."""
+    monkeypatch.setenv("STRATA_CACHE_DIR", str(tmp_path))
+    module = parse_module(SCALED_BMM_IR.format(t="bf16", scale=scale))
+    run_pipeline(module, ["matmul-to-dot", "fuse"], step_options=[{"target": "triton"}, {}])
+    (func,) = [op for op in module.ops if isinstance(op, kernel.FuncOp)]
+    compiled = compile_kernel(func, "cpu")
+    assert (f"out.baddbmm_(a, b, beta=0, alpha={scale!r})" in compiled.source) == alpha
+    q, k = torch.randn(2, 9, 12, dtype=torch.bfloat16), torch.randn(2, 12, 7, dtype=torch.bfloat16)
+    want = (torch.bmm(q, k).float() * scale).bfloat16()
+    out = torch.full((2, 9, 7), float("nan"), dtype=torch.bfloat16)  # beta=0 ignores it
+    with _interpreting():
+        compiled.module.launch_tile(MatmulTile(library=True), [q, k, out], [])
+    torch.testing.assert_close(out, want, rtol=0, atol=0)
+
+
 def test_candidates_fit_the_sizes():
     tiles = candidate_tiles(8, 4096, 4096, wide=False, library=True)
     assert tiles[0].block_m == 16 and all(t.block_m <= 16 for t in tiles if not t.library)
