@@ -726,7 +726,8 @@ class MatmulTemplate:
         guard = ["if M == 0 or N == 0 or NBATCH == 0:", "    return"]
         dispatch = ["if tile.library:", "    _library(buffers, symbols, M, N, K, NBATCH)", "    return"] if library else []
         grid = "grid = (-(-M // tile.block_m) * -(-N // tile.block_n), NBATCH)"
-        keywords = self._tile_keywords()
+        keywords = (f"BLOCK_M=tile.block_m, BLOCK_N=tile.block_n, BLOCK_K=tile.block_k, GROUP_M=tile.group_m, "
+                    f"EVEN_K=K % tile.block_k == 0, {options}, num_warps=tile.num_warps, num_stages=tile.num_stages")
         with_product = ", ".join([*self.buffers.values(), "product", *self.symbols, "M", "N", "K"])
         if apart:
             dispatch += ["if tile.epilogue_apart:", "    _apart(tile, buffers, symbols, M, N, K, NBATCH)", "    return"]
@@ -745,7 +746,7 @@ class MatmulTemplate:
                              f"    prepare_launch({self.name}_product, grid, ({with_product},), dict({keywords}))",
                              "    return"]
         if split:
-            prepare_body += ["if tile.split_k > 1:", *[f"    {line}" for line in self._split_partial()[:-1]],
+            prepare_body += ["if tile.split_k > 1:", *[f"    {line}" for line in self._split_setup()],
                              f"    prepare_launch({self.name}_partial, grid, ({self._partial_args()},), dict({keywords}))",
                              "    return"]
         prepare_body.append(f"prepare_launch({self.name}, grid, ({args},), dict({keywords}))")
@@ -773,7 +774,7 @@ class MatmulTemplate:
             ]))
         if split:
             out.append(function_source("_split", ["tile", "buffers", "symbols", "M", "N", "K", "NBATCH"], [
-                *unpack, *self._split_partial(),
+                *unpack, *self._split_setup(), f"{self.name}_partial[grid]({self._partial_args()}, {keywords})",
                 *_epilogue_launch(f"{self.name}_split", f"{with_product}, split_stride", f"SPLIT_K=tile.split_k, {options}"),
             ]))
         return out
@@ -781,22 +782,15 @@ class MatmulTemplate:
     def _partial_args(self) -> str:
         return ", ".join([*self.buffers.values(), "product", *self.symbols, "M", "N", "K", "k_chunk", "split_stride"])
 
-    def _split_partial(self) -> list[str]:
-        """Code for split-K's first launch: the f32 workspace of the chunks' sums, each
-        chunk a whole number of BLOCK_K steps, and the partial products on a grid whose
-        third axis walks the chunks."""
+    def _split_setup(self) -> list[str]:
+        """Code setting up split-K's first launch: the f32 workspace of the chunks' sums,
+        each chunk a whole number of BLOCK_K steps, and the grid, whose third axis walks
+        the chunks."""
         first = next(iter(self.buffers.values()))
         return ["split_stride = NBATCH * M * N",
                 f"product = torch.empty((tile.split_k * split_stride,), dtype=torch.float32, device={first}.device)",
                 "k_chunk = -(-K // (tile.split_k * tile.block_k)) * tile.block_k",
-                "grid = (-(-M // tile.block_m) * -(-N // tile.block_n), NBATCH, tile.split_k)",
-                f"{self.name}_partial[grid]({self._partial_args()}, {self._tile_keywords()})"]
-
-    def _tile_keywords(self) -> str:
-        """The keyword arguments launching a tile's product kernel (`tile` at run time)."""
-        options = FUSED_OPTIONS if self.fp_fusion else EXACT_OPTIONS
-        return (f"BLOCK_M=tile.block_m, BLOCK_N=tile.block_n, BLOCK_K=tile.block_k, GROUP_M=tile.group_m, "
-                f"EVEN_K=K % tile.block_k == 0, {options}, num_warps=tile.num_warps, num_stages=tile.num_stages")
+                "grid = (-(-M // tile.block_m) * -(-N // tile.block_n), NBATCH, tile.split_k)"]
 
     def _product_buffer(self) -> str:
         """Code for the buffer the apart product kernel stores into."""
