@@ -104,8 +104,10 @@ TMA_MIN_WORK = 4096 ** 3 // 2
 
 # Split-K: the tiles for few rows and columns, and how far k splits. A product is split
 # while its tiles fill less than a wave of a large GPU (fewer programs than
-# SPLIT_BELOW), into at most SPLIT_UPTO programs, each chunk of k at least four steps.
-SPLIT_CONFIGS = ((32, 64, 128, 4, 4), (32, 128, 64, 4, 4), (64, 64, 64, 4, 4), (64, 128, 64, 4, 3))
+# SPLIT_BELOW), into at most SPLIT_UPTO programs, each chunk of k at least four steps
+# and SPLIT_CHUNK long (a shorter chunk's sum costs less than its store and re-read).
+SPLIT_CONFIGS = ((32, 64, 128, 4, 4), (64, 128, 64, 4, 3))
+SPLIT_CHUNK = 256
 SPLIT_FACTORS = (2, 4, 8, 16)
 SPLIT_BELOW, SPLIT_UPTO = 128, 512
 
@@ -123,7 +125,8 @@ def split_tiles(m: int, n: int, k: int, nbatch: int, wide: bool) -> list[MatmulT
             continue
         for split in SPLIT_FACTORS:
             # the f32 workspace indexed in 32 bits
-            if programs * split <= SPLIT_UPTO and k >= 4 * split * tile.block_k and split * nbatch * m * n < 2**31:
+            if (programs * split <= SPLIT_UPTO and k >= split * max(4 * tile.block_k, SPLIT_CHUNK)
+                    and split * nbatch * m * n < 2**31):
                 out.append(tile._replace(split_k=split))
     return list(dict.fromkeys(out))
 
