@@ -113,11 +113,9 @@ class Autotuner:
             bound = bind(tile, symbols) if bind is not None else None
             launch = (lambda: bound(buffers)) if bound is not None else (lambda: self.module.launch_tile(tile, buffers, symbols))
             try:
-                times[tile] = self.timer(launch)
-                if self.host_bound:
-                    costs[tile] = max(times[tile], self.host_timer(launch))
-                else:
-                    costs[tile] = times[tile] + EXTRA_LAUNCH_S * (tile.launches - 1)
+                gpu = self.timer(launch)
+                cost = max(gpu, self.host_timer(launch)) if self.host_bound else gpu + EXTRA_LAUNCH_S * (tile.launches - 1)
+                times[tile], costs[tile] = gpu, cost
             except Exception as e:  # a tile that fails to compile (resources) is skipped
                 log.info("%s: tile %s failed: %s", self.name, describe(tile), e)
             bar.update()

@@ -104,8 +104,8 @@ class LauncherSource:
         variants = ["pointwise"] if not self.src.rdims else [v for v in ("persistent", "looped") if v in names]
         guard = "xnumel == 0" + (" or tile.split > 1" if self.src.rdims else "")
         lines += [f"if {guard}:", "    return None"]
+        alone = set(names) <= {"persistent"}  # else launch_tile's `if tile.persistent:`
         for variant in variants:
-            alone = set(names) <= {"persistent"}  # else launch_tile's `if tile.persistent:`
             cond = "tile.persistent" if variant == "persistent" and not alone else "True"
             lines += [f"if {cond} and hasattr({names[variant]}, 'site'):",
                       f"    site = {names[variant]}.site(dict({blocks}, {self.options}, num_warps=tile.num_warps))",
