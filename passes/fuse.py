@@ -108,11 +108,12 @@ def lower_graph(fn: func.FuncOp, emulate_precision_casts: bool = False, index_bo
     plan = build_plan(ops, outputs + checks)
     stored = _stored_nodes(plan, ops, outputs + checks)
     given_strides = arg_strides(fn)
-    layouts = choose_layouts(ops, outputs, plan, stored, on_cpu(fn))
+    wanted = eager_result_strides(fn, outputs)
+    returned_layouts = result_layouts(outputs, wanted, plan, stored)
+    layouts = choose_layouts(ops, outputs, plan, stored, on_cpu(fn), returned_layouts)
     if not on_cpu(fn):
         layouts.update(attention_layouts(ops, outputs, plan))
-    wanted = eager_result_strides(fn, outputs)
-    layouts.update(result_layouts(outputs, wanted, plan, stored))
+    layouts.update(returned_layouts)
 
     def strides_of(v: SSAValue):
         return layouts.get(v) or given_strides.get(v) or contiguous_strides(dims_of(v))

@@ -97,13 +97,17 @@ def copy_convolution_inputs(fn: func.FuncOp) -> int:
 
 
 def choose_layouts(
-    ops: list[Operation], outputs: list[SSAValue], plan: Plan, stored: set[SSAValue], cpu: bool = False
+    ops: list[Operation], outputs: list[SSAValue], plan: Plan, stored: set[SSAValue], cpu: bool = False,
+    results: dict[SSAValue, tuple[Dim, ...]] | None = None,
 ) -> dict[SSAValue, tuple[Dim, ...]]:
     """The values laid out other than contiguously, with their strides. `cpu`: every
-    convolution result the graph does not return is NHWC (module docstring)."""
+    convolution result the graph does not return is NHWC (module docstring).
+    `results`: the returned kernel outputs' layouts (`result_layouts`), included: a
+    kernel writing a graph result channels-last, as eager returns it after a
+    convolution of a channels-last input, writes NHWC like one a convolution reads."""
     returned = {view_root(v) for v in outputs}
     convolutions = [op for op in ops if isinstance(op, prim.ConvolutionOp) and _rank(op.results[0]) == 4]
-    layouts: dict[SSAValue, tuple[Dim, ...]] = {}
+    layouts: dict[SSAValue, tuple[Dim, ...]] = dict(results or {})
     templates = [op for op in ops if CONVOLUTION_ATTR in op.attributes]
     if templates:
         _template_layouts(templates, layouts, plan, stored, returned)
@@ -132,7 +136,7 @@ def choose_layouts(
             continue
         direct = any(isinstance(u.operation, prim.ConvolutionOp) for u in r.uses)
         kernels = readers.get(r, [])
-        if cpu or direct or any(any(n in layouts for n in k.nodes) for k in kernels):
+        if cpu or direct or any(any(_nhwc(n, layouts) for n in k.nodes) for k in kernels):
             layouts[r] = channels_last_strides(r.type.dims)
     return layouts
 
@@ -267,7 +271,16 @@ def _back_through_kernels(layouts: dict, plan: Plan, stored: set[SSAValue], retu
 
 def _writes_nhwc(kernel, layouts: dict, stored: set[SSAValue]) -> bool:
     outs = [n for n in kernel.nodes if n in stored and _rank(n) == 4]
-    return bool(outs) and all(n in layouts for n in outs)
+    return bool(outs) and all(_nhwc(n, layouts) for n in outs)
+
+
+def _nhwc(v: SSAValue, layouts: dict) -> bool:
+    """Whether `layouts` lays v out channels-last (and not in another order: a graph
+    result may come transposed otherwise)."""
+    strides = layouts.get(v)
+    if strides is None or _rank(v) != 4:
+        return False
+    return all(sympy.expand(sym(a) - sym(b)) == 0 for a, b in zip(strides, channels_last_strides(v.type.dims)))
 
 
 def _given_strides(fn: func.FuncOp) -> dict[SSAValue, tuple[Dim, ...]]:
