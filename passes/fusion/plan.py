@@ -254,8 +254,8 @@ def choose_realized(ops: list[Operation], outputs: list[SSAValue]) -> set[SSAVal
 
 def _recomputed_by_readers(v: SSAValue, reads: list[Operation], realized: set[SSAValue]) -> bool:
     """Whether each reader of v computes it where it reads it, rather than one kernel
-    writing it and each reader reading it back: where v is a conversion (through views)
-    of a stored tensor, its readers are all elementwise (a reduction reading it keeps
+    writing it and each reader reading it back: where v is a conversion (through views
+    and conversions) of a stored tensor, its readers are all elementwise (a reduction reading it keeps
     the order its sums had), and reading that tensor once per reader moves no more bytes
     than the write and the reads of v, (uses - 1) · in ≤ (uses + 1) · out bytes an
     element. A widening (a rotary embedding's x.float(), read by four products) always
@@ -266,7 +266,11 @@ def _recomputed_by_readers(v: SSAValue, reads: list[Operation], realized: set[SS
     if not isinstance(op, prim.ConvertElementTypeOp) or prim.OPMATH_ROUNDING in op.attributes:
         return False
     source = op.x
-    while isinstance(source.owner, VIEW_OPS) and source not in realized:
+    # through views and conversions the program asked for (a product's rounding to
+    # bf16, then a rotary embedding's .float()): each reader converts twice where it
+    # reads, from the stored tensor below them
+    while source not in realized and (isinstance(source.owner, VIEW_OPS) or (
+            isinstance(source.owner, prim.ConvertElementTypeOp) and prim.OPMATH_ROUNDING not in source.owner.attributes)):
         source = source.owner.operands[0]
     if isinstance(source.owner, Operation) and is_inline(source.owner) and source not in realized:
         return False  # the reader would compute what it converts too
