@@ -45,7 +45,7 @@ from dataclasses import dataclass
 
 from xdsl.context import Context
 from xdsl.dialects.builtin import ModuleOp, StringAttr
-from xdsl.ir import Operation, SSAValue
+from xdsl.ir import Attribute, Operation, SSAValue
 from xdsl.passes import ModulePass
 from xdsl.rewriter import InsertPoint, Rewriter
 
@@ -159,11 +159,22 @@ def _cast(v: SSAValue, dtype: str | None = None) -> SSAValue | None:
         return None
     layout, device = op.argument_attr("layout"), op.argument_attr("device")
     if (layout is not None and layout != StringAttr("torch.strided")) or (
-            device is not None and device != StringAttr(graph_device(op) or "")):
+            device is not None and not _graph_device_type(device, op)):
         return None
     if dtype is not None and v.type.dtype != dtype:
         return None
     return op.bind()["self"]
+
+
+def _graph_device_type(device: Attribute, op: Operation) -> bool:
+    """Whether `device` is of the graph's device type: CUDA autocast's cast to f32 names
+    "cuda:0" where the graph says "cuda". Its result meets v in the product after the
+    softmax, and a product of tensors on two devices raises in eager: in a program eager
+    runs, the cast names the device its input is on."""
+    if not isinstance(device, StringAttr):
+        return False
+    own = graph_device(op)
+    return own is not None and device.data.split(":")[0] == own
 
 
 @dataclass
