@@ -9,13 +9,13 @@ Each case is `relu(batch_norm(conv2d(x, w)))` in inference, x [32, c_in, h, w] i
 NCHW as a model hands it over (`--channels-last`: NHWC, as a layer inside a model
 receives it from the kernel before), at the convolution shapes of ResNet-18 and
 ResNet-50's bottlenecks, and the depthwise ones (`dw` layers, one filter per channel)
-of MobileNetV2 (3×3), EfficientNet (5×5) and ConvNeXt (7×7). Both compilers run `--mode` and tune at their first call: Inductor times
-cuDNN against its Triton convolution templates, strata times cuDNN followed by the
-epilogue against its implicit-GEMM template with the epilogue fused
-(passes/convolution_to_dot.py); a depthwise convolution is a sum over its window in
-one kernel with its epilogue (passes/depthwise_to_sum.py), where Inductor calls cuDNN. Results are checked against eager, then timed in
-interleaved rounds (CUDA events, median of the rounds, as gemm_epilogue.py), and each
-shape is appended to conv.jsonl under --out.
+of MobileNetV2 (3×3), EfficientNet (5×5) and ConvNeXt (7×7). Both compilers run
+`--mode` and tune at their first call: Inductor times cuDNN against its Triton
+convolution templates, strata times cuDNN followed by the epilogue against its
+implicit-GEMM template with the epilogue fused (passes/convolution_to_dot.py); a
+depthwise convolution is cuDNN's, then the epilogue's kernel, for both. Results are
+checked against eager, then timed in interleaved rounds (CUDA events, median of the
+rounds, as gemm_epilogue.py), and each shape is appended to conv.jsonl under --out.
 """
 
 from __future__ import annotations

@@ -170,7 +170,8 @@ def _graph_device_type(device: Attribute, op: Operation) -> bool:
     """Whether `device` is of the graph's device type: CUDA autocast's cast to f32 names
     "cuda:0" where the graph says "cuda". Its result meets v in the product after the
     softmax, and a product of tensors on two devices raises in eager: in a program eager
-    runs, the cast names the device its input is on."""
+    runs, the cast names the device its input is on. (The decompositions' on_graph_device
+    asks more of a copy that changes the device alone, which is a transfer.)"""
     if not isinstance(device, StringAttr):
         return False
     own = graph_device(op)

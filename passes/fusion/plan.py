@@ -255,10 +255,10 @@ def choose_realized(ops: list[Operation], outputs: list[SSAValue]) -> set[SSAVal
 def _recomputed_by_readers(v: SSAValue, reads: list[Operation], realized: set[SSAValue]) -> bool:
     """Whether each reader of v computes it where it reads it, rather than one kernel
     writing it and each reader reading it back: where v is a conversion (through views
-    and conversions) of a stored tensor, its readers are all elementwise (a reduction reading it keeps
-    the order its sums had), and reading that tensor once per reader moves no more bytes
-    than the write and the reads of v, (uses - 1) · in ≤ (uses + 1) · out bytes an
-    element. A widening (a rotary embedding's x.float(), read by four products) always
+    and conversions) of a stored tensor, its readers are all elementwise (a reduction
+    reading it keeps the order its sums had), and reading that tensor once per reader
+    moves no more bytes than the write and the reads of v, (uses - 1) · in ≤ (uses + 1)
+    · out bytes an element. A widening (a rotary embedding's x.float(), read by four products) always
     is; an f32 → bf16 rounding read by four readers is not. Conversions only: they give
     the same bits in any kernel. Not the rounding of a 16-bit op computed in f32 either:
     stored, it is rounded to its dtype as eager rounds it; a reader would keep f32."""
