@@ -16,7 +16,7 @@ from llvmlite import ir
 
 from strata.codegen.errors import CodegenError
 from strata.codegen.llvm_lanes import const_like, element_type, like
-from strata.dialects.types import DTYPES, is_float, scalar_dtype
+from strata.dialects.types import DTYPES, is_float, itemsize, scalar_dtype
 
 HALF_FLOATS = ("f16", "bf16")
 I1 = ir.IntType(1)
@@ -63,10 +63,6 @@ def register_type(dtype: str) -> ir.Type:
 def memory_type(dtype: str) -> ir.Type:
     """The LLVM type of one element of a buffer of `dtype`."""
     return ir.IntType(8) if dtype == "i1" else register_type(dtype)
-
-
-def itemsize(dtype: str) -> int:
-    return DTYPES[dtype].itemsize
 
 
 def is_signed(dtype: str) -> bool:

@@ -87,6 +87,11 @@ class _LazyTable(Mapping):
 DTYPES: Mapping[str, torch.dtype] = _LazyTable(lambda: {k: getattr(torch, v) for k, v in _TORCH_NAMES.items()},
                                                lambda: _TORCH_NAMES)
 TORCH_TO_DTYPE: Mapping[torch.dtype, str] = _LazyTable(lambda: {getattr(torch, v): k for k, v in _TORCH_NAMES.items()})
+# Bytes an element, without torch: fusion's byte counts run in strata-opt, which
+# imports torch only where a program needs it (half of a FileCheck test's time was
+# that import).
+_ITEMSIZES = {"f16": 2, "bf16": 2, "f32": 4, "f64": 8, "i8": 1, "i16": 2, "i32": 4, "i64": 8, "u8": 1, "i1": 1,
+              "c64": 8, "c128": 16}
 FLOAT_DTYPES = frozenset({"f16", "bf16", "f32", "f64"})
 INT_DTYPES = frozenset({"i8", "i16", "i32", "i64", "u8"})
 # Each complex dtype with the real dtype of its two parts.
@@ -101,6 +106,11 @@ def dtype_name(dtype: torch.dtype) -> str:
         return TORCH_TO_DTYPE[dtype]
     except KeyError:
         raise ValueError(f"strata has no tensor type for dtype {dtype}") from None
+
+
+def itemsize(dtype: str) -> int:
+    """Bytes an element of IR dtype `dtype` takes (torch's element_size)."""
+    return _ITEMSIZES[dtype]
 
 
 def is_float(dtype: str) -> bool:

@@ -36,6 +36,7 @@ def _torch_loaded(program: Path, passes: str) -> bool:
     ("pow-to-mul", "pow-to-mul/square.mlir"),
     ("simplify", "simplify/" + sorted(p.name for p in (LIT / "simplify").glob("*.mlir"))[0]),
     ("fuse", "fuse/" + sorted(p.name for p in (LIT / "fuse").glob("*.mlir"))[0]),
+    ("fuse", "fuse/widening-read-by-several.mlir"),  # fusion's byte counts: dialects/types.itemsize
     ("matvec-to-reduction", "matvec-to-reduction/cpu-stays.mlir"),
     ("matmul-to-dot", "matmul-to-dot/left-alone.mlir"),
 ])
@@ -59,3 +60,11 @@ def test_a_module_that_deletes_its_own_attribute_loads_lazily(tmp_path, monkeypa
     assert not loaded("self_deleting")
     assert module.y == 2 and loaded("self_deleting") and not hasattr(module, "x")
     sys.modules.pop("self_deleting", None)
+
+
+def test_itemsizes_are_torchs():
+    import torch  # noqa: F401  (the lazy table's values)
+
+    from strata.dialects.types import DTYPES, itemsize
+
+    assert {name: itemsize(name) for name in DTYPES} == {name: DTYPES[name].itemsize for name in DTYPES}

@@ -35,7 +35,7 @@ from strata.dialects.attributes import DOT_ATTR, NO_EPILOGUE_ATTR
 from strata.dialects.prim_indexing import CheckIndexOp, GatherOp
 from strata.dialects.prim_random import PHILOX_OPS
 from strata.dialects.prim_data_dependent import binds_symbols
-from strata.dialects.types import DTYPES, Dim, TensorType, sym
+from strata.dialects.types import Dim, TensorType, itemsize, sym
 from strata.passes.fusion.decisions import (
     debug_enabled,
     describe_value,
@@ -397,7 +397,7 @@ def _from_iotas(v: SSAValue) -> bool:
 
 
 def _itemsize(v: SSAValue) -> int:
-    return DTYPES[v.type.dtype].itemsize
+    return itemsize(v.type.dtype)
 
 
 def _extern_kind(op: Operation) -> str:

@@ -19,7 +19,7 @@ from xdsl.ir import Attribute, Operation, SSAValue
 
 from strata.dialects import kernel as kd
 from strata.dialects import prim
-from strata.dialects.types import DTYPES, TensorType, sym
+from strata.dialects.types import TensorType, itemsize, sym
 
 STRUCTURAL = ("func.return", "kernel.return")
 
@@ -27,7 +27,7 @@ STRUCTURAL = ("func.return", "kernel.return")
 def tensor_bytes(t: Attribute) -> sympy.Expr:
     if not isinstance(t, TensorType):
         return sympy.Integer(0)
-    n = sympy.Integer(DTYPES[t.dtype].itemsize)
+    n = sympy.Integer(itemsize(t.dtype))
     for d in t.dims:
         n = n * sym(d)
     return n
