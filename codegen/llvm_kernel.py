@@ -75,7 +75,6 @@ from strata.codegen.llvm_dtypes import (
     constant,
     convert,
     dtype_of,
-    itemsize,
     load_value,
     memory_type,
     store_value,
@@ -100,7 +99,7 @@ from strata.dialects.kernel import FuncOp, IndexOp, LoadOp, ReduceOp, StoreOp, c
 from strata.dialects.kernel_random import PhiloxOp
 from strata.dialects.prim import ConvertElementTypeOp, ElementwiseOp, WhereOp
 from strata.dialects.prim_indexing import CheckIndexOp
-from strata.dialects.types import sym
+from strata.dialects.types import itemsize, sym
 
 __all__ = ["Target", "build_module", "entry_point"]
 

@@ -16,7 +16,7 @@ from xdsl.dialects.builtin import FloatAttr
 from xdsl.ir import Operation, OpResult, SSAValue
 
 from strata.codegen.errors import CodegenError
-from strata.codegen.llvm_dtypes import dtype_of, itemsize
+from strata.codegen.llvm_dtypes import dtype_of
 from strata.codegen.llvm_special_loops import SPECIAL_LOOP_EMITTERS
 from strata.codegen.llvm_igamma import IGAMMA_EMITTERS
 from strata.codegen.llvm_vmath import FUNCTIONS as VECTOR_MATH
@@ -24,7 +24,7 @@ from strata.dialects.kernel import FuncOp, IndexedOp, LoadOp, ReduceOp, StoreOp,
 from strata.dialects.kernel_random import PhiloxOp
 from strata.dialects.prim import ElementwiseOp
 from strata.dialects.prim_indexing import CheckIndexOp
-from strata.dialects.types import sym
+from strata.dialects.types import itemsize, sym
 
 
 class BodyPlan:

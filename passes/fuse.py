@@ -110,10 +110,9 @@ def lower_graph(fn: func.FuncOp, emulate_precision_casts: bool = False, index_bo
     given_strides = arg_strides(fn)
     wanted = eager_result_strides(fn, outputs)
     returned_layouts = result_layouts(outputs, wanted, plan, stored)
-    layouts = choose_layouts(ops, outputs, plan, stored, on_cpu(fn), returned_layouts)
+    layouts = choose_layouts(ops, outputs, plan, stored, on_cpu(fn), returned_layouts)  # returned ones included
     if not on_cpu(fn):
-        layouts.update(attention_layouts(ops, outputs, plan))
-    layouts.update(returned_layouts)
+        layouts.update(attention_layouts(ops, outputs, plan))  # never a returned value
 
     def strides_of(v: SSAValue):
         return layouts.get(v) or given_strides.get(v) or contiguous_strides(dims_of(v))
