@@ -72,6 +72,16 @@ class CompiledKernel:
     def __call__(self, buffers: list[torch.Tensor], symbols: list[int]) -> None:
         self.run(buffers, symbols)
 
+    def bind(self, symbols: list[int]) -> Callable[[list[torch.Tensor]], None] | None:
+        """The launch for these symbol values as a function of the buffers alone, its
+        tile, grid and int arguments worked out now (the module's `bind`); None where
+        the module has none to give (a split reduction, a static module, the
+        interpreter, max-autotune's tuner)."""
+        bind = getattr(self.module, "bind", None)
+        if bind is None or self.run is not getattr(self.module, "launch", None):
+            return None
+        return bind(list(symbols))
+
     def __repr__(self) -> str:
         return f"<CompiledKernel {self.name} (triton)>"
 

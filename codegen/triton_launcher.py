@@ -49,6 +49,7 @@ class LauncherSource:
             function_source("numels", ["symbols"], self._numels()),
             function_source("launch_tile", ["tile", "buffers", "symbols"], self._launch_tile()),
             function_source("bind_tile", ["tile", "symbols"], self._bind_tile()),
+            function_source("bind", ["symbols"], self._bind()),
         ]
         launch = function_source("launch", ["buffers", "symbols"], self._launch())
         if self.sites:
@@ -87,6 +88,23 @@ class LauncherSource:
         if self.src.rdims:
             lines.append(f"rnumel = {int_code(self.src.rnumel, python=True)}")
         return lines + self._launch_code(None)
+
+    def _bind(self) -> list[str]:
+        """`launch(·, symbols)` as a function of the buffers alone, for symbols that
+        keep their values (a graph specialized to a binding, runtime/specialized_graphs):
+        the tile launch would ask the heuristic for, bound by bind_tile. None where
+        bind_tile gives none (a split reduction, Triton's interpreter) or the module's
+        sizes are static (its launch is bound already)."""
+        if self.src.tiles is not None:
+            return ["return None"]
+        lines = [f"{_unpack(self.src.symbols)} = symbols"] if self.src.symbols else []
+        lines += [f"xnumel = {int_code(self.src.xnumel, python=True)}", "if xnumel == 0:", "    return _launch_nothing"]
+        if self.src.rdims:
+            lines.append(f"rnumel = {int_code(self.src.rnumel, python=True)}")
+            lines.append("tile = reduction_tile(xnumel, rnumel, LAYOUT, SPLITTABLE, ROW_LOADS, PASSES, ROW_ITEMSIZE)")
+        else:
+            lines.append("tile = pointwise_tile(xnumel)")
+        return lines + ["return bind_tile(tile, symbols)"]
 
     def _bind_tile(self) -> list[str]:
         """`launch_tile(tile, ·, symbols)` as a function of the buffers alone, its grid,

@@ -387,6 +387,7 @@ class KernelSource:
             header.append(f"_empty_strided = fast_empty_strided(torch.device({self.device!r}))")
         header.append("from strata.codegen.triton_launch import CallSite")
         header.append("from strata.codegen.triton_tiles import Tile, next_power_of_2, pointwise_tile, reduction_tile")
+        header.append("_launch_nothing = lambda buffers: None  # bind's launch of an empty domain")
         constants = [f"LAYOUT = {self.layout!r}", f"SPLITTABLE = {self.splittable}", f"ROW_LOADS = {self.row_loads}", f"PASSES = {self.passes}",
                      f"ROW_ITEMSIZE = {self.row_itemsize}"]
         parts = ["\n".join(header), "\n".join(constants), *helper_sources(self.ops.helpers, self.device), *kernels]

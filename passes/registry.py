@@ -73,6 +73,12 @@ def _matmul_to_dot():
     return MatmulToDotPass
 
 
+def _specialize_symbols():
+    from strata.passes.specialize_symbols import SpecializeSymbolsPass
+
+    return SpecializeSymbolsPass
+
+
 def _fold_grouped_attention():
     from strata.passes.grouped_attention import FoldGroupedAttentionPass
 
@@ -92,6 +98,7 @@ PASSES: dict[str, Callable[[], type[ModulePass]]] = {
     "matmul-to-dot": _matmul_to_dot,
     "fold-grouped-attention": _fold_grouped_attention,
     "fold-sign-ops": _fold_sign_ops,
+    "specialize-symbols": _specialize_symbols,
 }
 
 # The pipeline a torch.compile call runs, by pass name.

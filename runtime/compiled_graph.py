@@ -54,6 +54,7 @@ from strata.runtime import shared_workspace
 from strata.runtime.memory_plan import MemoryPlan, plan_memory
 from strata.runtime.views import SymbolicViewCache, ViewCache, reinterpret, view_step_code
 from strata.runtime.random_seeds import draw_seeds_step
+from strata.runtime.specialized_graphs import Specializations, binding_key
 from strata.dialects.prim_collectives import COLLECTIVE_OPS, COMMUNICATION_OPS
 from strata.dialects.prim_data_dependent import DATA_DEPENDENT_OPS
 from strata.runtime.collectives import communication_step
@@ -113,10 +114,14 @@ class CompiledGraph:
     # {result index: argument index}: results that are new values of arguments, which
     # the caller writes back (runtime/in_place.py); their scatters may write in place.
     written_back: dict[int, int] = field(default_factory=dict)
+    # The values of the shape symbols this graph is specialized to (a graph of
+    # runtime/specialized_graphs.py): its program has them in place of the symbols,
+    # and its kernels, compiled for any value, read them at each launch.
+    binding: dict[str, int] | None = None
 
     def __post_init__(self) -> None:
         self.program = next(op for op in self.module.ops if isinstance(op, kd.ProgramOp))
-        funcs = self.funcs if self.funcs is not None else {
+        funcs = self._funcs = self.funcs if self.funcs is not None else {
             op.sym_name.data: op for op in self.module.ops if isinstance(op, kd.FuncOp)
         }
         self.arg_types = [a.type for a in self.program.block.args]
@@ -175,6 +180,21 @@ class CompiledGraph:
         # On CUDA a workspace belongs to one stream: the kernels of two calls on one
         # stream run in order, those of calls on two streams could overlap.
         self._stream = torch.cuda.current_stream if self.device.type == "cuda" else (lambda: None)
+        keyed = binding_key(self.arg_types, self.arg_symbols) if self.binding is None else None
+        self.specializations = None if keyed is None else Specializations(*keyed, self._specialize)
+
+    def _specialize(self, binding: dict[str, int]) -> CompiledGraph:
+        """This graph's program with `binding`'s values for its symbols, compiled with
+        the kernels compiled here."""
+        from strata.passes.specialize_symbols import specialized
+
+        program = specialized(self.program, binding)
+        return CompiledGraph(ModuleOp([program]), self._compile_once, self.device, funcs=self._funcs,
+                             written_back=self.written_back, binding=binding)
+
+    def _compile_once(self, func: Kernel) -> Any:
+        compiled = self.kernels.get(func.sym_name.data)
+        return compiled if compiled is not None else self.compile_kernel(func)
 
     def _memory_plan(self, step_ops: list) -> MemoryPlan | None:
         """Workspace offsets for the intermediates (runtime/memory_plan.py)."""
@@ -290,6 +310,15 @@ class CompiledGraph:
                 ready.setdefault((id(module), tuple(env[n] for n in names)), (module, dtypes, [env[n] for n in names]))
         precompile(list(ready.values()), self.device)
 
+    def _bound_launch(self, compiled: Any, names: Sequence[str]) -> Callable[[list], None] | None:
+        """In a specialized graph, a Triton kernel of symbolic sizes launched as a
+        function of its buffers alone: its tile and grid for the binding's values,
+        worked out once (CompiledKernel.bind)."""
+        bind = getattr(compiled, "bind", None)
+        if not names or not self.binding or bind is None or any(n not in self.binding for n in names):
+            return None
+        return bind([self.binding[n] for n in names])
+
     def _launch_step(self, op: kd.LaunchOp, func: Kernel) -> Step:
         self.kernels[func.sym_name.data] = compiled = self.compile_kernel(func)
         kernel = getattr(compiled, "run", compiled)  # the launch itself, one call fewer
@@ -317,6 +346,8 @@ class CompiledGraph:
                 for slot, sizes, dtype, st in fixed
             ]
 
+            bound = self._bound_launch(compiled, names)
+
             def tensors_step(regs: list, env: dict) -> None:
                 buffers = [regs[i] for i in ins]
                 for slot, sizes, st, dtype in planned:
@@ -324,8 +355,13 @@ class CompiledGraph:
                     if t is None:
                         t = regs[slot] = alloc(sizes, st, dtype)
                     buffers.append(t)
-                kernel(buffers, [env[n] for n in names] if names else ())
+                if bound is not None:
+                    bound(buffers)
+                else:
+                    kernel(buffers, [env[n] for n in names] if names else ())
 
+            if bound is not None:
+                return _inline_launch(func, "{bound}", ins, planned, None, {"bound": bound, "alloc": alloc}, tensors_step)
             return _inline_launch(func, "{kernel}", ins, planned, names, {"kernel": kernel, "alloc": alloc}, tensors_step)
         if static:
 
@@ -520,7 +556,11 @@ class CompiledGraph:
 
     # ------------------------------------------------------------ calls
     def __call__(self, args: Sequence[Any]) -> list[Any]:
-        env: dict[str, int] = {}
+        if self.specializations is not None:
+            graph = self.specializations.find(args)
+            if graph is not None:
+                return graph(args)
+        env: dict[str, int] = dict(self.binding) if self.binding else {}
         regs: list[Any] = [None] * self._registers
         try:
             self._enter(args, regs, env)
@@ -634,11 +674,11 @@ def symbolic_view_call(op: PrimOp) -> Callable[[torch.Tensor, dict], torch.Tenso
     return None
 
 
-def _inline_launch(func: Kernel, call: str, ins: list[int], planned: list, names: Sequence[str],
+def _inline_launch(func: Kernel, call: str, ins: list[int], planned: list, names: Sequence[str] | None,
                    objects: dict[str, Any], step: Step, pointers: bool = False) -> InlineStep:
     """A static launch as statements: each output's buffer (its place in the workspace,
     or a new tensor), then the kernel on the buffers (raw pointers for compiled CPU
-    code) and the symbol values."""
+    code) and the symbol values (none where `names` is None: a bound launch)."""
     code = []  # no local names: a local would keep its tensor alive past its last use
     for j, (slot, sizes, strides, dtype) in enumerate(planned):
         objects[f"dtype{j}"] = dtype
@@ -646,8 +686,11 @@ def _inline_launch(func: Kernel, call: str, ins: list[int], planned: list, names
     buffers = [f"regs[{i}]" for i in ins + [slot for slot, *_ in planned]]
     if pointers:
         buffers = [f"{b}.data_ptr()" for b in buffers]
-    symbols = "[" + ", ".join(f"env[{n!r}]" for n in names) + "]" if names else "()"
-    code.append(f"{call}([{', '.join(buffers)}], {symbols})")
+    if names is None:  # a launch bound to its symbols' values (_bound_launch): the buffers alone
+        symbols = ""
+    else:
+        symbols = ", [" + ", ".join(f"env[{n!r}]" for n in names) + "]" if names else ", ()"
+    code.append(f"{call}([{', '.join(buffers)}]{symbols})")
     return InlineStep(code, objects, step, f"{func.sym_name.data}")
 
 

@@ -109,3 +109,36 @@ def test_the_tuner_launches_a_tuned_tile_through_its_bound_launch(tmp_path, monk
     assert not calls and len(log) == 1  # launched, and not through launch_tile
     tuner(buffers, [5, 700])  # other sizes: tuned and bound for them
     assert len(tuner.bound) == 2
+
+
+def _pointwise_symbolic():
+    body = "\n".join([load("a", "in0", "x0", "f32"), prim("e", "exp", ["a"], "f32"), store("e", "out0", "x0", "f32")])
+    return kernel_func(body, ["f32", "f32"], 1, '"s0"', symbols='"s0"'), [torch.randn(1000), torch.empty(1000)], [1000]
+
+
+BIND_CASES = {"pointwise": _pointwise_symbolic, "softmax": lambda: _softmax(True)[:3]}
+
+
+@pytest.mark.parametrize("case", BIND_CASES)
+def test_a_module_bound_to_its_symbols_launches_what_launch_launches(case, tmp_path, monkeypatch):
+    """`bind(symbols)` (a graph specialized to a binding, runtime/specialized_graphs):
+    the tile `launch` asks the heuristic for at those sizes, its launch bound."""
+    monkeypatch.setenv("STRATA_CACHE_DIR", str(tmp_path))
+    func, buffers, symbols = BIND_CASES[case]()
+    module = compile_kernel(func, "cpu").module
+    log = _recorded(module, monkeypatch)
+    module.launch(buffers, symbols)
+    module.bind(symbols)(buffers)
+    assert len(log) == 2 and log[0][:2] == log[1][:2] and log[0][3] == log[1][3], log
+    assert all(a is b for a, b in zip(log[0][2], log[1][2])) and len(log[0][2]) == len(log[1][2]), log
+    log.clear()
+    module.bind([0] * len(symbols))(buffers)  # an empty domain: nothing launched
+    assert not log
+
+
+def test_a_module_of_static_sizes_or_an_interpreted_kernel_binds_nothing(tmp_path, monkeypatch):
+    monkeypatch.setenv("STRATA_CACHE_DIR", str(tmp_path))
+    func, _, _ = _softmax(False)[:3]
+    assert compile_kernel(func, "cpu").module.bind([]) is None  # its launch is bound already
+    func, _, symbols = _pointwise_symbolic()
+    assert compile_kernel(func, "cpu").bind(symbols) is None  # the interpreter: no bound launch
