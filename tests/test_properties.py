@@ -54,6 +54,7 @@ PASS_INPUTS: dict[str, tuple[str, ...]] = {
     "matmul-to-dot": ("prim", "decomposed"),  # generated graphs name no device: aimed below with target="triton"
     "fold-grouped-attention": ("prim", "decomposed"),  # no repeated heads there: tests/test_grouped_attention.py aims at them
     "schedule-collectives": ("fused",),  # no collectives there: it must leave them alone (tests/test_schedule_collectives.py aims at them)
+    "specialize-symbols": ("fused",),  # without a binding it changes nothing: aimed below with the inputs' sizes
 }
 PREPARE = {"aten": [], "prim": [], "decomposed": ["infer-shapes", "decompose"], "fused": ["fuse"]}
 GENERATED_AS = {"decomposed": "aten", "fused": "prim"}  # the programs drawn for a kind
@@ -91,7 +92,8 @@ def check_pipeline(program: Program, pipeline: list[str]) -> str | None:
     the share of programs each pass changed."""
     after = program.module.clone()
     try:
-        run_pipeline(after, *_names_and_options(pipeline))
+        names, options = _names_and_options(pipeline)
+        run_pipeline(after, names, step_options=options)
     except Exception as e:
         return f"the pipeline fails: {type(e).__name__}: {str(e).split(chr(10) * 2)[0]}"
     if currently_in_test_context():
@@ -273,6 +275,15 @@ def test_row_products_keep_values_through_fusion(program):
     remember(program, f"-p '{','.join(passes)}'")
     problem = check_pipeline(program, passes)
     assert problem is None, report(program, f"-p '{','.join(passes)}'", f"the fused row products changed values: {problem}")
+
+
+@given(data=st.data())
+def test_specialize_symbols_with_the_inputs_sizes_keeps_values(data):
+    """A fused program with its symbols bound to the sizes of the inputs it runs on (as
+    runtime/specialized_graphs.py binds them): the same values."""
+    program = prepared(data.draw(inputs_of("fused"), label="program"), "fused")
+    bindings = ",".join(f"{name}={value}" for name, value in program.spec.sizes)
+    assert_pass_keeps_values(program, f'specialize-symbols{{bindings="{bindings}"}}')
 
 
 # Matrix products, rewritten as max-autotune rewrites them for Triton, then run through
