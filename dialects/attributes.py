@@ -38,6 +38,10 @@ SEQUENCE_MAJOR = "sequence_major"
 # dense layout other than row-major, else [] (the runtime copies a result that comes
 # out otherwise into them: runtime/compiled_graph.py).
 RESULT_STRIDES_ATTR = "strata.result_strides"
+# On a kernel.program specialized to a binding of its shape symbols
+# (passes/specialize_symbols.py): the values, {name = value}, which its kernels (compiled
+# for any value) read at each launch.
+SYMBOL_VALUES_ATTR = "strata.symbol_values"
 # On a graph argument: the storage offset torch traced it at, where an as_strided reads
 # its storage (frontend/capture/storage_offsets.py, passes/decompositions/copies.py).
 STORAGE_OFFSET = "strata.storage_offset"

@@ -36,6 +36,7 @@ from collections.abc import Sequence
 import sympy
 from xdsl.dialects.builtin import (
     ArrayAttr,
+    DictionaryAttr,
     FunctionType,
     IntegerAttr,
     IntegerType,
@@ -61,6 +62,7 @@ from xdsl.irdl import (
 from xdsl.traits import IsTerminator, NoTerminator, Pure, SymbolOpInterface
 from xdsl.utils.exceptions import VerifyException
 
+from strata.dialects.attributes import SYMBOL_VALUES_ATTR
 from strata.dialects.prim import dims_attr, dims_of
 from strata.dialects.kernel_random import PhiloxOp
 from strata.dialects.types import Dim, TensorType, scalar_dtype, sym
@@ -396,6 +398,13 @@ class ProgramOp(IRDLOperation):
     @property
     def strides(self) -> list[tuple[Dim, ...]]:
         return [dims_of(a) for a in self.arg_strides.data]
+
+    @property
+    def symbol_values(self) -> dict[str, int]:
+        """The values of the shape symbols this program is specialized to, if any
+        (passes/specialize_symbols.py): its launches pass them to their kernels."""
+        attr = self.attributes.get(SYMBOL_VALUES_ATTR)
+        return {k: v.value.data for k, v in attr.data.items()} if isinstance(attr, DictionaryAttr) else {}
 
     @property
     def block(self) -> Block:

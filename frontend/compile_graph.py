@@ -42,6 +42,7 @@ from strata.frontend.inspection.trace import Trace
 from strata.passes.decompose import recording_declines
 from strata.passes.fusion.traffic import graph_bytes, program_bytes
 from strata.passes.registry import PASSES
+from strata.passes.specialize_symbols import specialized
 from strata.runtime import cache, cuda_graphs, in_place
 from strata.runtime.compiled_graph import CompiledGraph
 
@@ -278,7 +279,7 @@ def _compile(gm, example_inputs, options, number: int, compile_id: str | None, k
     codegen_start = time.perf_counter()
     funcs = None if kernels is None else {k.name: k for k in kernels}  # printed once, for the cache
     compiled = CompiledGraph(module, kernel_compiler(codegen, device, trace, report, *_tuning(options)), device,
-                             funcs=funcs, written_back=_written_back(imported, kind))
+                             funcs=funcs, written_back=_written_back(imported, kind), specialize=specialized)
     if report is not None:
         report.codegen_s = time.perf_counter() - codegen_start
         report.total_s = time.perf_counter() - started
@@ -339,7 +340,7 @@ def compile_captured(program: str, kernels: list[kernel_text.KernelText], declin
         _warn_fallbacks(module, declines)
         trace = Trace(options, number)
         compile_kernel = kernel_compiler(codegen, device, trace, None, *_tuning(options))
-        compiled = CompiledGraph(module, compile_kernel, device, funcs={k.name: k for k in kernels})
+        compiled = CompiledGraph(module, compile_kernel, device, funcs={k.name: k for k in kernels}, specialize=specialized)
         constants = constants_on_device(constants, compiled.program, device)
         call = _on_device(lambda args: compiled(list(args) + constants), example_inputs, device)
         cache_log.info("graph: hit (the whole compile read from the capture cache)")

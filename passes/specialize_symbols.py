@@ -10,7 +10,8 @@ type and every dims property of the program's steps, and the steps of static siz
 the static paths (precomputed sizes, the memory plan, launches with their grid bound).
 
 The kernel.funcs are left as they are: they were compiled for any value and take the
-symbols' values as arguments, which the runtime still passes. A symbol without a value
+symbols' values as arguments, which the program keeps (`strata.symbol_values`) for its
+launches. A symbol without a value
 here (one a data-dependent op binds, like nonzero's count) stays symbolic, and so does
 an expression outside an array property (a scalar argument of an eager op): the
 runtime evaluates what remains with the same binding, so the values stay consistent.
@@ -25,13 +26,14 @@ from dataclasses import dataclass
 
 import sympy
 from xdsl.context import Context
-from xdsl.dialects.builtin import ArrayAttr, FunctionType, IntegerAttr, ModuleOp, StringAttr, i64
+from xdsl.dialects.builtin import ArrayAttr, DictionaryAttr, FunctionType, IntegerAttr, ModuleOp, StringAttr, i64
 from xdsl.ir import Attribute, Operation
 from xdsl.passes import ModulePass
 from xdsl.rewriter import Rewriter
 from xdsl.utils.exceptions import PassFailedException
 
 from strata.dialects import kernel as kd
+from strata.dialects.attributes import SYMBOL_VALUES_ATTR
 from strata.dialects.types import TensorType, dim_attr, parse_dim, symbol
 
 
@@ -79,6 +81,8 @@ def specialize_in_place(program: kd.ProgramOp, binding: dict[str, int]) -> None:
         _specialize_op(op, dims)
     # The program's own dims (arg_strides, result strides); arg_symbols are names.
     _specialize_attributes(program, dims, keep={"arg_symbols", "function_type"})
+    values = {**program.symbol_values, **binding}
+    program.attributes[SYMBOL_VALUES_ATTR] = DictionaryAttr({n: IntegerAttr(v, i64) for n, v in sorted(values.items())})
     outputs = block.last_op.operand_types if isinstance(block.last_op, kd.ReturnOp) else program.function_type.outputs.data
     program.function_type = FunctionType.from_lists([a.type for a in block.args], list(outputs))
 

@@ -114,13 +114,17 @@ class CompiledGraph:
     # {result index: argument index}: results that are new values of arguments, which
     # the caller writes back (runtime/in_place.py); their scatters may write in place.
     written_back: dict[int, int] = field(default_factory=dict)
-    # The values of the shape symbols this graph is specialized to (a graph of
-    # runtime/specialized_graphs.py): its program has them in place of the symbols,
-    # and its kernels, compiled for any value, read them at each launch.
-    binding: dict[str, int] | None = None
+    # A program of symbolic sizes specialized to a binding of its symbols (the pass
+    # specialize-symbols, which the frontend hands in: the runtime imports no pass).
+    # Given, the graph runs the bindings it meets again as static graphs
+    # (runtime/specialized_graphs.py).
+    specialize: Callable[[kd.ProgramOp, dict[str, int]], kd.ProgramOp] | None = None
 
     def __post_init__(self) -> None:
         self.program = next(op for op in self.module.ops if isinstance(op, kd.ProgramOp))
+        # The values of the shape symbols a specialized program has in place of them
+        # (runtime/specialized_graphs.py), which its kernels read at each launch.
+        self.binding = self.program.symbol_values or None
         funcs = self._funcs = self.funcs if self.funcs is not None else {
             op.sym_name.data: op for op in self.module.ops if isinstance(op, kd.FuncOp)
         }
@@ -180,17 +184,15 @@ class CompiledGraph:
         # On CUDA a workspace belongs to one stream: the kernels of two calls on one
         # stream run in order, those of calls on two streams could overlap.
         self._stream = torch.cuda.current_stream if self.device.type == "cuda" else (lambda: None)
-        keyed = binding_key(self.arg_types, self.arg_symbols) if self.binding is None else None
+        keyed = binding_key(self.arg_types, self.arg_symbols) if self.binding is None and self.specialize else None
         self.specializations = None if keyed is None else Specializations(*keyed, self._specialize)
 
     def _specialize(self, binding: dict[str, int]) -> CompiledGraph:
         """This graph's program with `binding`'s values for its symbols, compiled with
         the kernels compiled here."""
-        from strata.passes.specialize_symbols import specialized
-
-        program = specialized(self.program, binding)
+        program = self.specialize(self.program, binding)
         return CompiledGraph(ModuleOp([program]), self._compile_once, self.device, funcs=self._funcs,
-                             written_back=self.written_back, binding=binding)
+                             written_back=self.written_back)
 
     def _compile_once(self, func: Kernel) -> Any:
         compiled = self.kernels.get(func.sym_name.data)

@@ -58,7 +58,7 @@ class ProgramFunctions(InterpreterFunctions):
         if len(args) != len(block.args):
             raise ValueError(f"kernel.program @{program.sym_name.data} takes {len(block.args)} arguments, got {len(args)}")
         types = [a.type for a in block.args]
-        env = bind_symbols(types, args, program.symbol_names)
+        env = {**program.symbol_values, **bind_symbols(types, args, program.symbol_names)}
         values = [
             _with_layout(x, t, strides, env) if isinstance(t, TensorType) else x
             for x, t, strides in zip(args, types, program.strides)

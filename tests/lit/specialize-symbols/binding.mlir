@@ -4,12 +4,13 @@
 // The program's types and dims properties take the binding's values: the arguments,
 // a launch's result and its strides, a reshape's shape, the program's signature and
 // argument strides. The kernel.func keeps its symbols (it was compiled for any value
-// and reads s0 at each launch), and so does arg_symbols, which names the symbol an
-// integer argument binds.
+// and reads s0 at each launch: the program keeps the values for it), and so does
+// arg_symbols, which names the symbol an integer argument binds.
 // CHECK:       kernel.func @k0 attributes {pointwise = ["s0", 8 : i64]
 // CHECK-SAME:    symbols = ["s0"]
 // CHECK:         kernel.store %{{.*}}, %{{.*}}["s0*x1 + x0"]
 // CHECK:       kernel.program @graph
+// CHECK-SAME:    strata.symbol_values = {s0 = 3 : i64, s1 = 5 : i64}
 // CHECK-SAME:    function_type = (!strata.tensor<[3, 8], f32>, index, !strata.tensor<[5, 3], f32>) -> (!strata.tensor<[6, 4], f32>, !strata.tensor<[3, 8], f32>, !strata.tensor<[5, 3], f32>)
 // CHECK-SAME:    arg_symbols = ["", "s1", ""]
 // CHECK-SAME:    arg_strides = {{\[}}[8 : i64, 1 : i64], [], [3 : i64, 1 : i64]]
@@ -19,7 +20,7 @@
 // CHECK-NEXT:    kernel.return %[[R]], %[[E]], %{{.*}} : !strata.tensor<[6, 4], f32>, !strata.tensor<[3, 8], f32>, !strata.tensor<[5, 3], f32>
 
 // A symbol the binding leaves out stays a symbol, in expressions with bound ones too.
-// PARTIAL:     kernel.program @graph
+// PARTIAL:     kernel.program @graph attributes {strata.symbol_values = {s0 = 3 : i64}
 // PARTIAL-SAME:  arg_strides = {{\[}}[8 : i64, 1 : i64], [], [3 : i64, 1 : i64]]
 // PARTIAL:       kernel.return {{.*}} : !strata.tensor<[6, 4], f32>, !strata.tensor<[3, 8], f32>, !strata.tensor<["s1", 3], f32>
 kernel.func @k0 attributes {pointwise = ["s0", 8 : i64], reduction = [], num_inputs = 1 : i64, symbols = ["s0"], sources = ["aten.exp.default"]} {
