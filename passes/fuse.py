@@ -50,7 +50,6 @@ from strata.passes.fusion.plan import (
     is_reduction,
     operand_indices,
     reads,
-    view_root,
 )
 from strata.passes.fusion.traffic import graph_bytes, human_bytes, op_bytes, program_bytes, values_bytes
 
@@ -215,10 +214,10 @@ def _stored_nodes(plan: Plan, ops: list[Operation], outputs: list[SSAValue]) -> 
     """Nodes that something outside their own kernel reads."""
     stored: set[SSAValue] = set()
     for v in outputs:
-        stored.add(view_root(v))
+        stored.add(plan.source_of(v))
     for op in plan.schedule:
         if isinstance(op, Operation):
-            stored.update(view_root(v) for v in op.operands)
+            stored.update(plan.source_of(v) for v in op.operands)
     for v, k in plan.kernel_of.items():
         op = v.owner
         leaves: list = []

@@ -105,7 +105,7 @@ def choose_layouts(
     `results`: the returned kernel outputs' layouts (`result_layouts`), included: a
     kernel writing a graph result channels-last, as eager returns it after a
     convolution of a channels-last input, writes NHWC like one a convolution reads."""
-    returned = {view_root(v) for v in outputs}
+    returned = {plan.source_of(v) for v in outputs}
     convolutions = [op for op in ops if isinstance(op, prim.ConvolutionOp) and _rank(op.results[0]) == 4]
     layouts: dict[SSAValue, tuple[Dim, ...]] = dict(results or {})
     templates = [op for op in ops if CONVOLUTION_ATTR in op.attributes]
@@ -151,7 +151,7 @@ def _template_layouts(templates: list[Operation], layouts: dict, plan: Plan, sto
     and what the template's kernel stores NHWC (the next convolution's input)."""
     from strata.passes.convolution_to_dot import convolution_operands
 
-    extern_reads = {view_root(v) for op in plan.schedule if isinstance(op, Operation) for v in op.operands}
+    extern_reads = {plan.source_of(v) for op in plan.schedule if isinstance(op, Operation) for v in op.operands}
 
     def nhwc(v: SSAValue) -> None:
         if v in stored and v in plan.kernel_of and v not in returned and v not in extern_reads and _rank(v) == 4:
@@ -180,8 +180,8 @@ def attention_layouts(ops: list[Operation], outputs: list[SSAValue], plan: Plan)
     stays as it was."""
     from strata.dialects.prim_attention import ScaledDotProductAttentionOp
 
-    returned = {view_root(v) for v in outputs}
-    extern_reads = {view_root(v) for op in plan.schedule if isinstance(op, Operation) for v in op.operands}
+    returned = {plan.source_of(v) for v in outputs}
+    extern_reads = {plan.source_of(v) for op in plan.schedule if isinstance(op, Operation) for v in op.operands}
     readers = _kernels_reading(plan)
     layouts: dict[SSAValue, tuple[Dim, ...]] = {}
     for op in ops:
@@ -252,7 +252,7 @@ def _back_through_kernels(layouts: dict, plan: Plan, stored: set[SSAValue], retu
     resnet18's max pool read its NCHW input to write NHWC, gathering across channels:
     0.121 ms a call against 0.037 for the same pool in one layout."""
     extern_reads = {
-        view_root(v)
+        plan.source_of(v)
         for op in plan.schedule
         if isinstance(op, Operation) and not isinstance(op, prim.ConvolutionOp)
         for v in op.operands

@@ -31,7 +31,7 @@ import sympy
 from xdsl.ir import Operation, SSAValue
 
 from strata.dialects import prim
-from strata.dialects.attributes import DOT_ATTR, NO_EPILOGUE_ATTR
+from strata.dialects.attributes import DOT_ATTR, NO_EPILOGUE_ATTR, STRIDES_ATTR
 from strata.dialects.prim_indexing import CheckIndexOp, GatherOp
 from strata.dialects.prim_random import PHILOX_OPS
 from strata.dialects.prim_data_dependent import binds_symbols
@@ -159,6 +159,14 @@ class Plan:
     kernel_of: dict[SSAValue, Kernel] = field(default_factory=dict)
     order: dict[Operation, int] = field(default_factory=dict)  # each op's position in the graph
 
+    def source_of(self, v: SSAValue) -> SSAValue:
+        """The realized value v is a view of (v itself if realized): the buffer an
+        extern or the graph's return reads v from. Usually the root under v's views; a
+        view realized on its own (copied_through_views) is its own source."""
+        while v not in self.realized and isinstance(v.owner, VIEW_OPS):
+            v = v.owner.operands[0]
+        return v
+
 
 def dims_of(v: SSAValue) -> tuple[Dim, ...]:
     t = v.type
@@ -218,7 +226,14 @@ def choose_realized(ops: list[Operation], outputs: list[SSAValue]) -> set[SSAVal
                 why.update((r, kind) for r in op.results)
             if is_extern(op):
                 for v in op.operands:
-                    _realize_root(v, realized, why, f"read by {_extern_kind(op)} {op.name}")
+                    copied = copied_through_views(v)
+                    for r in copied:
+                        realized.add(r)
+                        if why is not None:
+                            why.setdefault(r, f"read by {_extern_kind(op)} {op.name} through a reshape torch would copy "
+                                              "(no strides express it): a kernel writes it")
+                    if not copied:
+                        _realize_root(v, realized, why, f"read by {_extern_kind(op)} {op.name}")
         elif is_inline(op) and not isinstance(op, VIEW_OPS + (prim.FullOp, prim.IotaOp)):
             if isinstance(op, GatherOp) and not (op.index in constant and _loads_only(op.x, realized)):
                 # positions computed from iotas alone (a cat of a few operands, a nearest
@@ -404,6 +419,108 @@ def _extern_kind(op: Operation) -> str:
     from strata.dialects.aten import AtenOp
 
     return "an eager fallback" if isinstance(op, AtenOp) else "a library call"
+
+
+def copied_through_views(v: SSAValue) -> list[SSAValue]:
+    """The reshapes in v's chain of views that torch would have to copy, making v from
+    its root (laid out as `_root_strides` says): each merges dims no single stride walks
+    (a broadcast's repeated heads, a permuted tensor's rows). An extern reading v would
+    read a copy made at run time, after the kernel that wrote the root; the kernel had
+    better write each such reshape itself, contiguous, and the views above it stay
+    views. Judged with sizes at hint values for the symbols (two different values
+    each): a wrong judgement costs bytes, never a wrong value, since whatever is
+    realized is computed exactly."""
+    chain = []
+    root = v
+    while isinstance(root.owner, VIEW_OPS):
+        chain.append(root.owner)
+        root = root.owner.operands[0]
+    if not any(isinstance(op, prim.ReshapeOp) for op in chain):
+        return []
+    found = [_copying_reshapes(root, chain[::-1], base) for base in (61, 1021)]
+    return found[0] if found[0] == found[1] else []
+
+
+def _copying_reshapes(root: SSAValue, chain: list[Operation], base: int) -> list[SSAValue]:
+    hints: dict[sympy.Symbol, int] = {}
+
+    def num(d: Dim) -> int:
+        e = sym(d)
+        for s in sorted(e.free_symbols, key=lambda s: s.name):
+            hints.setdefault(s, base + 2 * len(hints))
+        return int(e.xreplace(hints))
+
+    sizes = [num(d) for d in dims_of(root)]
+    given = _root_strides(root)
+    if given is False:
+        return []  # laid out as a library decides: torch may well view it
+    strides = _contiguous(sizes) if given is None else [num(d) for d in given]
+    copied = []
+    for op in chain:
+        out = [num(d) for d in dims_of(op.results[0])]
+        if isinstance(op, prim.BroadcastInDimOp):
+            new = [0] * len(out)
+            for i, d in enumerate(prim.ints_of(op.broadcast_dimensions)):
+                new[d] = strides[i] if sizes[i] == out[d] else 0
+            strides = new
+        elif isinstance(op, prim.PermuteOp):
+            strides = [strides[p] for p in prim.ints_of(op.dims)]
+        elif isinstance(op, prim.SliceOp):
+            strides = [st * step for st, step in zip(strides, prim.ints_of(op.step))]
+        else:
+            strides = view_strides(sizes, strides, out)
+            if strides is None:  # realized: written contiguous by a kernel
+                copied.append(op.results[0])
+                strides = _contiguous(out)
+        sizes = out
+    return copied
+
+
+def _root_strides(root: SSAValue) -> tuple[Dim, ...] | None | bool:
+    """The strides the root of a chain of views has at run time: a graph argument's
+    traced ones (the runtime lays it out so), None for row-major (what a kernel or a
+    matrix product writes), False where a library chooses (an attention's result is
+    [B, S, H, E] in memory from torch's fused kernels)."""
+    owner = root.owner
+    if isinstance(owner, Operation):
+        return None if not is_extern(owner) or isinstance(owner, prim.MmOp | prim.BmmOp | prim.AddmmOp) else False
+    fn = owner.parent_op() if owner is not None else None  # a block argument: the graph's input
+    attrs = getattr(fn, "arg_attrs", None)
+    if attrs is None or root.index >= len(attrs.data):
+        return None
+    strides = attrs.data[root.index].data.get(STRIDES_ATTR)
+    return prim.dims_of(strides) if strides is not None else None
+
+
+def _contiguous(sizes: list[int]) -> list[int]:
+    strides, n = [], 1
+    for size in reversed(sizes):
+        strides.append(n)
+        n *= max(size, 1)
+    return strides[::-1]
+
+
+def view_strides(sizes: list[int], strides: list[int], new: list[int]) -> list[int] | None:
+    """The strides of `new` as a view of a tensor of these sizes and strides, or None
+    where no view has that shape (torch's rule for reshape, ATen's computeStride)."""
+    if not sizes or 0 in sizes:
+        return _contiguous(new)
+    out = [0] * len(new)
+    view_d = len(new) - 1
+    chunk_stride = strides[-1]
+    tensor_numel = view_numel = 1
+    for d in range(len(sizes) - 1, -1, -1):
+        tensor_numel *= sizes[d]
+        if d == 0 or (sizes[d - 1] != 1 and strides[d - 1] != tensor_numel * chunk_stride):
+            while view_d >= 0 and (view_numel < tensor_numel or new[view_d] == 1):
+                out[view_d] = view_numel * chunk_stride
+                view_numel *= new[view_d]
+                view_d -= 1
+            if view_numel != tensor_numel:
+                return None
+            if d > 0:
+                chunk_stride, tensor_numel, view_numel = strides[d - 1], 1, 1
+    return out if view_d == -1 else None
 
 
 def _realize_root(v: SSAValue, realized: set[SSAValue], why: dict[SSAValue, str] | None = None, reason: str = "") -> None:
