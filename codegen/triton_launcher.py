@@ -74,13 +74,18 @@ class LauncherSource:
             if int(self.src.xnumel) == 0:
                 return lines + ["return  # empty domain"]
             return lines + self._launch_code(self.src.tiles[0])
-        lines += [f"xnumel = {int_code(self.src.xnumel, python=True)}", "if xnumel == 0:", "    return"]
+        return lines + self._heuristic_tile("return") + self._launch_code(None)
+
+    def _heuristic_tile(self, when_empty: str) -> list[str]:
+        """The sizes and the heuristic's tile for them, at run time; `when_empty`: the
+        statement for an empty domain."""
+        lines = [f"xnumel = {int_code(self.src.xnumel, python=True)}", "if xnumel == 0:", f"    {when_empty}"]
         if self.src.rdims:
             lines.append(f"rnumel = {int_code(self.src.rnumel, python=True)}")
             lines.append("tile = reduction_tile(xnumel, rnumel, LAYOUT, SPLITTABLE, ROW_LOADS, PASSES, ROW_ITEMSIZE)")
         else:
             lines.append("tile = pointwise_tile(xnumel)")
-        return lines + self._launch_code(None)
+        return lines
 
     def _launch_tile(self) -> list[str]:
         lines = self._unpack_lines()
@@ -98,13 +103,7 @@ class LauncherSource:
         if self.src.tiles is not None:
             return ["return None"]
         lines = [f"{_unpack(self.src.symbols)} = symbols"] if self.src.symbols else []
-        lines += [f"xnumel = {int_code(self.src.xnumel, python=True)}", "if xnumel == 0:", "    return _launch_nothing"]
-        if self.src.rdims:
-            lines.append(f"rnumel = {int_code(self.src.rnumel, python=True)}")
-            lines.append("tile = reduction_tile(xnumel, rnumel, LAYOUT, SPLITTABLE, ROW_LOADS, PASSES, ROW_ITEMSIZE)")
-        else:
-            lines.append("tile = pointwise_tile(xnumel)")
-        return lines + ["return bind_tile(tile, symbols)"]
+        return lines + self._heuristic_tile("return _launch_nothing") + ["return bind_tile(tile, symbols)"]
 
     def _bind_tile(self) -> list[str]:
         """`launch_tile(tile, ·, symbols)` as a function of the buffers alone, its grid,

@@ -7,6 +7,8 @@ wrong argument still gets the symbolic graph's error."""
 
 from __future__ import annotations
 
+import contextlib
+
 import pytest
 import torch
 from hypothesis import given, settings
@@ -18,9 +20,9 @@ from strata.runtime import compiled_graph, specialized_graphs
 from strata.testing.models import TransformerBlock
 
 
-@pytest.fixture
-def graphs(monkeypatch):
-    """The CompiledGraphs made while the test runs, in order."""
+@contextlib.contextmanager
+def recording_graphs():
+    """The CompiledGraphs made inside the block, in order."""
     made = []
     post_init = compiled_graph.CompiledGraph.__post_init__
 
@@ -28,8 +30,17 @@ def graphs(monkeypatch):
         post_init(self)
         made.append(self)
 
-    monkeypatch.setattr(compiled_graph.CompiledGraph, "__post_init__", recording)
-    return made
+    compiled_graph.CompiledGraph.__post_init__ = recording
+    try:
+        yield made
+    finally:
+        compiled_graph.CompiledGraph.__post_init__ = post_init
+
+
+@pytest.fixture
+def graphs():
+    with recording_graphs() as made:
+        yield made
 
 
 def views_products_reductions(x: torch.Tensor, w: torch.Tensor):
@@ -46,15 +57,7 @@ def _symbolic(graphs):
 @settings(max_examples=12, deadline=None)
 @given(st.lists(st.tuples(st.integers(2, 9), st.integers(2, 9)), min_size=1, max_size=3))
 def test_a_specialized_graph_computes_what_the_symbolic_one_computes(sizes):
-    made = []
-    post_init = compiled_graph.CompiledGraph.__post_init__
-
-    def recording(self):
-        post_init(self)
-        made.append(self)
-
-    compiled_graph.CompiledGraph.__post_init__ = recording
-    try:
+    with recording_graphs() as made:  # not a fixture: one list per example
         torch._dynamo.reset()
         f = strata.compile(views_products_reductions, dynamic=True)
         w = torch.randn(8, 8)
@@ -70,8 +73,6 @@ def test_a_specialized_graph_computes_what_the_symbolic_one_computes(sizes):
         assert len(built) == len(set(sizes))
         for specialized in built:
             assert specialized.binding is not None and "(env)" not in specialized.runner_source
-    finally:
-        compiled_graph.CompiledGraph.__post_init__ = post_init
 
 
 def test_training_specializes_forward_and_backward(graphs):
