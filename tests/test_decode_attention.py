@@ -121,7 +121,7 @@ def test_a_gpu_graphs_attention_of_few_rows_takes_it(monkeypatch):
 def test_the_graph_step_calls_it_and_falls_back_for_tensors_it_does_not_take(monkeypatch):
     """The library call the runtime builds for a GPU graph's decode attention runs the
     split-key kernel (here counted), and torch's SDPA for a call the kernel refuses."""
-    from strata.runtime import compiled_graph, decode_attention as module
+    from strata.runtime import decode_attention as module, library_calls
 
     calls = []
     real = module.decode_attention
@@ -132,13 +132,13 @@ def test_the_graph_step_calls_it_and_falls_back_for_tensors_it_does_not_take(mon
             return real(q, k, v, mask, scale, interpret=True, sequence_major=sequence_major)
 
     monkeypatch.setattr(module, "decode_attention", counted)
-    call = compiled_graph._static_library_call(_sdpa_op(4), torch.contiguous_format, False, torch.device("cuda"))
+    call = library_calls.static_library_call(_sdpa_op(4), torch.contiguous_format, False, torch.device("cuda"))
     q, k, v = torch.randn(1, 4, 4, 64), torch.randn(1, 4, 512, 64), torch.randn(1, 4, 512, 64)
     torch.testing.assert_close(call(q, k, v), _eager(q, k, v, None), **TOLERANCE[torch.float32])
     assert calls == [(1, 4, 4, 64)]
     wide = torch.randn(1, 4, 80, 64)  # more rows than it takes: torch's SDPA answers
     torch.testing.assert_close(call(wide, k, v), _eager(wide, k, v, None), **TOLERANCE[torch.float32])
-    assert compiled_graph._static_library_call(_sdpa_op(4), torch.contiguous_format, False, torch.device("cpu")) is not None
+    assert library_calls.static_library_call(_sdpa_op(4), torch.contiguous_format, False, torch.device("cpu")) is not None
 
 
 def test_each_dtype_has_its_own_gpu_launchers():
