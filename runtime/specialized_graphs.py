@@ -18,6 +18,7 @@ graph keeps at most MAX_KEPT of them, after which new bindings run the symbolic 
 from __future__ import annotations
 
 import logging
+import warnings
 from collections.abc import Callable, Sequence
 from typing import Any
 
@@ -64,7 +65,7 @@ class Specializations:
         self.names = names
         self.key = key
         self.build = build
-        self.graphs: dict[tuple, Callable[[Sequence[Any]], list]] = {}
+        self.graphs: dict[tuple, Callable[[Sequence[Any]], list] | None] = {}  # None: it failed to build
         self.seen: dict[tuple, int] = {}
 
     def find(self, args: Sequence[Any]) -> Callable[[Sequence[Any]], list] | None:
@@ -83,10 +84,16 @@ class Specializations:
         if seen < SPECIALIZE_AT or _capturing():
             return None
         binding = dict(zip(self.names, key))
-        graph = self.graphs[key] = self.build(binding)
         del self.seen[key]
-        log.info("specialized graph %d of %d for %s", len(self.graphs), MAX_KEPT,
-                 ", ".join(f"{n}={v}" for n, v in binding.items()))
+        named = ", ".join(f"{n}={v}" for n, v in binding.items())
+        try:
+            graph = self.build(binding)
+        except Exception as e:  # the symbolic graph runs this binding, as before
+            warnings.warn(f"strata: no specialized graph for {named} ({type(e).__name__}: {e}); "
+                          "its calls run the symbolic graph")
+            graph = None
+        self.graphs[key] = graph
+        log.info("specialized graph %d of %d for %s", len(self.graphs), MAX_KEPT, named)
         return graph
 
 

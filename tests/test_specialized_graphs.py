@@ -153,3 +153,21 @@ def test_the_binding_key_reads_each_symbol_where_the_entry_binds_it():
     assert names == ("s0", "s1")
     assert key([torch.empty(5, 4), 7, torch.empty(5, 14)]) == (7, 5)
     assert specialized_graphs.binding_key([TensorType([3, 4], "f32")], [""]) is None
+
+
+def test_a_specialization_that_fails_to_build_leaves_the_symbolic_graph(graphs, monkeypatch):
+    torch._dynamo.reset()
+    f = strata.compile(views_products_reductions, dynamic=True)
+    w, x = torch.randn(8, 8), torch.randn(2, 3, 8)
+    f(x, w)
+    (graph,) = _symbolic(graphs)
+
+    def failing(binding):
+        raise RuntimeError("no")
+
+    monkeypatch.setattr(graph.specializations, "build", failing)
+    with pytest.warns(UserWarning, match="no specialized graph for"):
+        got = f(x, w)
+    for g, e in zip(got, views_products_reductions(x, w)):
+        torch.testing.assert_close(g, e, rtol=1e-5, atol=1e-5)
+    torch.testing.assert_close(f(x, w)[1], views_products_reductions(x, w)[1], rtol=1e-5, atol=1e-5)
