@@ -31,7 +31,7 @@ from xdsl.printer import Printer
 from strata.dialects import kernel as kd
 from strata.runtime.interpreters import interpret_module, run_kernel, run_program
 from strata.runtime.interpreters.program import interpret_kernel
-from strata.testing.capture import assert_close, tolerance
+from strata.testing.closeness import assert_close, tolerance
 from strata.testing.float64 import as_accurate, as_float64, in_float64, worst_error
 from strata.testing.inputs import InputSpec, make_inputs, signature_of
 

@@ -38,7 +38,7 @@ from typing import Any
 
 import torch
 
-from strata.testing.capture import tolerance
+from strata.testing.closeness import tolerance
 from strata.testing.checks import mismatch
 
 KINDS = {

@@ -15,7 +15,8 @@ from strata.dialects.context import parse_module
 from strata.dialects.types import dtype_name
 from strata.passes.decompose import DecomposePass, decompose
 from strata.runtime.interpret import interpret
-from strata.testing.capture import Capture, assert_close, run_case
+from strata.testing.capture import Capture, run_case
+from strata.testing.closeness import assert_close
 from strata.testing.cases import CASES, INT_CASES, rand
 from strata.testing.single_op import single_op_module
 

@@ -12,7 +12,8 @@ from strata.passes.decompose import DecomposePass
 from strata.passes.infer_shapes import InferShapesPass
 from strata.passes.simplify import SimplifyPass
 from strata.runtime.interpret import interpret
-from strata.testing.capture import assert_close, run_case
+from strata.testing.capture import run_case
+from strata.testing.closeness import assert_close
 from strata.testing.cases import CASES
 
 
