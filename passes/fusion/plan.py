@@ -119,8 +119,22 @@ class Domain:
         if same_shape(dims, self.full):
             return self.full_index()
         if self.reduced:
-            return self.kept_index() if same_shape(dims, self.kept) else None
+            if same_shape(dims, self.kept):
+                return self.kept_index()
+            return unit_dims_index(self.kept_index(), self.kept, dims)
         return merged_index(self.full_index(), self.full, dims)
+
+
+def unit_dims_index(index: Index, shape: tuple[Dim, ...], dims: tuple[Dim, ...]) -> Index | None:
+    """`index` (into `shape`) as an index into `dims`, when the two differ only in dims
+    of size 1 (a matrix-vector product's [1, n] sums read as [1, 1, n]): each dim of
+    size 1 at 0, the others in order; None when they differ otherwise."""
+    kept = [(i, d) for i, d in zip(index, shape) if d != 1]
+    wanted = [d for d in dims if d != 1]
+    if not same_shape(tuple(d for _, d in kept), tuple(wanted)):
+        return None
+    rest = iter(i for i, _ in kept)
+    return tuple(sympy.Integer(0) if d == 1 else next(rest) for d in dims)
 
 
 def same_shape(a: tuple[Dim, ...], b: tuple[Dim, ...]) -> bool:
