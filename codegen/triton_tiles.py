@@ -109,6 +109,12 @@ MIN_PER_THREAD = {1: 32, 2: 32, 4: 8, 8: 8}
 MANY_ROWS = 3
 MANY_ROWS_PER_THREAD = 32
 MANY_ROWS_MIN_R = 2048
+# At most this many long inner rows, one a program (a decode step's K and V products,
+# [1, 2048] x [512, 2048]): too few programs to keep enough loads in flight at 1-2
+# warps each, so each takes 8. H200, bf16 rows in CUDA graphs, L2 cold (2026-11-27):
+# 512 rows of 2048, 3.93 us at 2 warps against 3.24 at 8; 1024 rows of 4096, 6.25 at 4
+# against 6.17 at 8; 2048 rows of 2048 were fastest at 2 (3.65 us; 3.68 at 4).
+FEW_ROWS = 1024
 
 
 def persistent_warps(elements: int, loads: int, itemsize: int = 4, least: int | None = None) -> int:
@@ -153,7 +159,10 @@ def reduction_tile(xnumel: int, rnumel: int, layout: str = "inner", splittable: 
             # columns of 4 (16 bytes) for rows up to 4096, 8 for longer ones: H200, a
             # softmax over dim 0 of [8192, 4096]: 202 us at 8 columns, 281 at 4, 422 at 2
             xblock = min(8 if rblock >= 8192 else max(4, 16384 // rblock), xcap)
-        return Tile(True, xblock, rblock, persistent_warps(xblock * rblock, loads, itemsize, least))
+        warps = persistent_warps(xblock * rblock, loads, itemsize, least)
+        if layout == "inner" and xblock == 1 and xnumel <= FEW_ROWS and rblock >= 2048:
+            warps = max(warps, min(8, rblock // 256))
+        return Tile(True, xblock, rblock, warps)
     if layout == "inner":
         return Tile(False, 1, 2048, 8)
     xblock = min(64 if layout == "outer" else 32, xcap)

@@ -37,3 +37,15 @@ def test_rows_of_layer_norm_take_32_elements_a_thread():
     # rows shorter than 2048, or fewer than 2048 of them, keep 8 elements a thread
     assert reduction_tile(32768, 1024, "inner", loads=3, passes=3).num_warps == 4
     assert reduction_tile(1024, 4096, "inner", loads=3, passes=3).num_warps == 16
+
+
+def test_few_long_rows_take_eight_warps():
+    from strata.codegen.triton_tiles import reduction_tile
+
+    # A decode step's K and V products (H200, bf16, in CUDA graphs, L2 cold): 512 rows
+    # of 2048, 3.93 us at 2 warps against 3.24 at 8. 2048 rows keep the per-thread rule
+    # (2 warps: 3.65 us, against 3.68 at 4).
+    assert reduction_tile(512, 2048, "inner", True, loads=3, itemsize=2).num_warps == 8
+    assert reduction_tile(1024, 4096, "inner", True, loads=3, itemsize=2).num_warps == 8
+    assert reduction_tile(2048, 2048, "inner", True, loads=2, itemsize=2).num_warps == 2
+    assert reduction_tile(512, 512, "inner", True, loads=2, itemsize=2).num_warps < 8
