@@ -183,7 +183,7 @@ class KernelSource:
         for n, op in enumerate(body):
             if isinstance(op, kernel.IndexedOp):
                 self.index[op] = op.index_expr.xreplace(self.unit)
-                if isinstance(op, kernel.LoadOp) and op.values:  # v0, v1, … are values of the body
+                if isinstance(op, kernel.LoadOp | kernel.StoreOp) and op.values:  # v0, v1, … are values of the body
                     names = {n: self.values[v].name for n, v in op.value_names.items()}
                     self.index[op] = self.index[op].xreplace(
                         {s: sympy.Symbol(names[s.name], integer=True) for s in self.index[op].free_symbols if s.name in names}
@@ -251,7 +251,7 @@ class KernelSource:
         row: allow for that too)."""
         if self.symbolic() or any(s.name in self.symbols for e in self.index.values() for s in e.free_symbols):
             return True
-        if any(isinstance(op, kernel.LoadOp) and op.values for op in self.index):
+        if any(isinstance(op, kernel.LoadOp | kernel.StoreOp) and op.values for op in self.index):
             return True  # data-dependent indices are i64 values
         maxima = {f"x{i}": int(d) - 1 for i, d in enumerate(self.xdims)}
         maxima |= {f"r{i}": int(d) - 1 for i, d in enumerate(self.rdims)}

@@ -34,6 +34,11 @@ STRIDES_ATTR = "strata.strides"
 LAYOUT_ATTR = "strata.layout"
 CHANNELS_LAST = "channels_last"
 SEQUENCE_MAJOR = "sequence_major"
+# On a kernel.launch: for each output, the index of the operand it updates, or -1 for a
+# fresh one. An updated output starts as that operand's elements and the kernel writes
+# only some of them (a scatter into a KV cache, passes/fusion/scatter_stores.py); the
+# runtime writes into the operand's own memory where nothing else can see it change.
+UPDATES_ATTR = "strata.updates"
 # On a kernel.program: for each result, the strides eager gives it where they are a
 # dense layout other than row-major, else [] (the runtime copies a result that comes
 # out otherwise into them: runtime/compiled_graph.py).

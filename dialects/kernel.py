@@ -62,7 +62,7 @@ from xdsl.irdl import (
 from xdsl.traits import IsTerminator, NoTerminator, Pure, SymbolOpInterface
 from xdsl.utils.exceptions import VerifyException
 
-from strata.dialects.attributes import SYMBOL_VALUES_ATTR
+from strata.dialects.attributes import SYMBOL_VALUES_ATTR, UPDATES_ATTR
 from strata.dialects.prim import dims_attr, dims_of
 from strata.dialects.kernel_random import PhiloxOp
 from strata.dialects.types import Dim, TensorType, scalar_dtype, sym
@@ -192,15 +192,29 @@ class LoadOp(IndexedOp):
 
 @irdl_op_definition
 class StoreOp(IndexedOp):
-    """Writes a value (or a row) into a buffer."""
+    """Writes a value (or a row) into a buffer.
+
+    A *data-dependent* store (a scatter) also takes i64 scalar `values`, which its index
+    names `v0`, `v1`, … (`kernel.store %x, %b["128*v0 + x0"](%i : i64)`), as a gather's
+    load does. Whoever builds one keeps those values within the buffer (the indices a
+    scatter stores at were checked before: passes/fusion/scatter_stores.py)."""
 
     name = "kernel.store"
     value = operand_def()
     buffer = operand_def(BufferType)
-    assembly_format = "$value `,` $buffer `[` $index `]` attr-dict `:` type($value) `,` type($buffer)"
+    values = var_operand_def()
+    assembly_format = (
+        "$value `,` $buffer `[` $index `]` (`(` $values^ `:` type($values) `)`)? attr-dict `:` type($value) `,` "
+        "type($buffer)"
+    )
 
-    def __init__(self, value: SSAValue, buffer: SSAValue, index: sympy.Expr):
-        super().__init__(operands=[value, buffer], properties={"index": StringAttr(sympy.sstr(index))})
+    def __init__(self, value: SSAValue, buffer: SSAValue, index: sympy.Expr, values: Sequence[SSAValue] = ()):
+        super().__init__(operands=[value, buffer, list(values)], properties={"index": StringAttr(sympy.sstr(index))})
+
+    @property
+    def value_names(self) -> dict[str, SSAValue]:
+        """`v0`, `v1`, … → the values a data-dependent index names."""
+        return {f"v{i}": v for i, v in enumerate(self.values)}
 
     def verify_(self) -> None:
         self.verify_index()
@@ -208,6 +222,9 @@ class StoreOp(IndexedOp):
             raise VerifyException(
                 f"kernel.store: storing {self.value.type} into {self.buffer.type}"
             )
+        for v in self.values:
+            if v.type != i64:
+                raise VerifyException(f"kernel.store: index values must be i64, got {v.type}")
 
 
 @irdl_op_definition
@@ -337,7 +354,7 @@ class FuncOp(IRDLOperation):
             _check_free(self, sym(dim), set(self.symbol_names), "domain")
         for op in self.block.ops:
             if isinstance(op, IndexedOp):
-                named = set(op.value_names) if isinstance(op, LoadOp) else set()
+                named = set(op.value_names) if isinstance(op, LoadOp | StoreOp) else set()
                 _check_free(self, op.index_expr, allowed | named, op.name)
             if isinstance(op, LoadOp) and op.buffer in self.outputs:
                 raise VerifyException(f"kernel.func @{self.sym_name.data}: loads from an output buffer")
@@ -413,7 +430,13 @@ class ProgramOp(IRDLOperation):
 
 @irdl_op_definition
 class LaunchOp(IRDLOperation):
-    """Runs a kernel.func on input tensors; returns its freshly allocated outputs."""
+    """Runs a kernel.func on input tensors; returns its freshly allocated outputs.
+
+    Under the attribute `strata.updates` (one operand index per output, -1 for a fresh
+    one) an output starts as that operand's elements, and the kernel writes only some
+    of them: a scatter stored by the kernel of its rows (passes/fusion/scatter_stores.py).
+    The runtime writes it into the operand's memory where nothing else reads it and the
+    caller writes the result back into it (runtime/in_place.py), into a copy otherwise."""
 
     name = "kernel.launch"
     callee = prop_def(SymbolRefAttr)
@@ -432,6 +455,23 @@ class LaunchOp(IRDLOperation):
         for v in (*self.args, *self.outs):
             if not isinstance(v.type, TensorType):
                 raise VerifyException("kernel.launch: operands and results are tensors")
+        updates = self.updates
+        if updates is None:
+            return
+        if len(updates) != len(self.outs):
+            raise VerifyException(f"kernel.launch: {UPDATES_ATTR} names {len(updates)} outputs, the launch has {len(self.outs)}")
+        for out, j in zip(self.outs, updates):
+            if j != -1 and not (0 <= j < len(self.args) and self.args[j].type == out.type):
+                raise VerifyException(f"kernel.launch: an output updates operand {j}, which is not one of its type")
+
+    @property
+    def updates(self) -> list[int] | None:
+        """For each output, the operand it updates (-1: a fresh output), or None if
+        every output is fresh (UPDATES_ATTR)."""
+        attr = self.attributes.get(UPDATES_ATTR)
+        if not isinstance(attr, ArrayAttr):
+            return None
+        return [a.value.data for a in attr.data]
 
 
 @irdl_op_definition

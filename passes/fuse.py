@@ -15,7 +15,7 @@ from dataclasses import dataclass
 import sympy
 from xdsl.context import Context
 from xdsl.dialects import func
-from xdsl.dialects.builtin import ArrayAttr, ModuleOp, StringAttr
+from xdsl.dialects.builtin import ArrayAttr, IntegerAttr, ModuleOp, StringAttr
 from xdsl.ir import Operation, SSAValue
 from xdsl.passes import ModulePass
 from xdsl.rewriter import Rewriter
@@ -30,7 +30,14 @@ from strata.passes.fusion.bias import add_biases_in_kernels
 from strata.passes.fusion.checked_indices import unchecked_indices
 from strata.passes.fusion.decisions import domain_text, info_enabled, log
 from strata.passes.fusion.indexing import contiguous_strides
-from strata.dialects.attributes import CHANNELS_LAST, LAYOUT_ATTR, RESULT_STRIDES_ATTR, SEQUENCE_MAJOR, STRIDES_ATTR
+from strata.dialects.attributes import (
+    CHANNELS_LAST,
+    LAYOUT_ATTR,
+    RESULT_STRIDES_ATTR,
+    SEQUENCE_MAJOR,
+    STRIDES_ATTR,
+    UPDATES_ATTR,
+)
 from strata.passes.fusion.layouts import (
     attention_layouts,
     choose_layouts,
@@ -41,6 +48,7 @@ from strata.passes.fusion.layouts import (
 )
 from strata.passes.fusion.fresh_results import copy_fresh_results
 from strata.passes.fusion.lower import KernelBuilder
+from strata.passes.fusion.scatter_stores import fold_scatters
 from strata.passes.fusion.plan import (
     VIEW_OPS,
     Kernel,
@@ -105,6 +113,8 @@ def lower_graph(fn: func.FuncOp, emulate_precision_casts: bool = False, index_bo
     # result is stored like an output (and read by the gathers), never returned.
     checks = unchecked_indices(ops, outputs) if index_bounds_checks else []
     plan = build_plan(ops, outputs + checks)
+    if not on_cpu(fn):
+        fold_scatters(plan)
     stored = _stored_nodes(plan, ops, outputs + checks)
     given_strides = arg_strides(fn)
     wanted = eager_result_strides(fn, outputs)
@@ -112,6 +122,11 @@ def lower_graph(fn: func.FuncOp, emulate_precision_casts: bool = False, index_bo
     layouts = choose_layouts(ops, outputs, plan, stored, on_cpu(fn), returned_layouts)  # returned ones included
     if not on_cpu(fn):
         layouts.update(attention_layouts(ops, outputs, plan))  # never a returned value
+    for k in plan.schedule:  # a scatter stored by a kernel writes in its destination's layout
+        for op, _ in k.scatters if isinstance(k, Kernel) else ():
+            given = given_strides.get(op.x)
+            if given is not None and list(given) != list(contiguous_strides(dims_of(op.x))):
+                layouts[op.results[0]] = given
 
     def strides_of(v: SSAValue):
         return layouts.get(v) or given_strides.get(v) or contiguous_strides(dims_of(v))
@@ -129,17 +144,22 @@ def lower_graph(fn: func.FuncOp, emulate_precision_casts: bool = False, index_bo
     for item in plan.schedule:
         if isinstance(item, Kernel):
             builder = KernelBuilder(item, plan, strides_of, stored, emulate_precision_casts, index_bounds_checks)
-            if not builder.outputs:
+            if not builder.outputs and not item.scatters:
                 continue  # it would store nothing (values of dead ops): nothing to launch
             name = f"k{len(kernels)}"
             kernels.append(builder.build(name))
             if report:
                 _log_kernel(name, item, builder)
-            launch = kd.LaunchOp(name, [env[v] for v in builder.inputs], [v.type for v in builder.outputs])
-            if any(v in layouts for v in builder.outputs):
-                launch.attributes[STRIDES_ATTR] = ArrayAttr([dims_attr(strides_of(v)) for v in builder.outputs])
+            outs = builder.outputs + [op.results[0] for op, _ in item.scatters]
+            launch = kd.LaunchOp(name, [env[v] for v in builder.inputs], [v.type for v in outs])
+            if any(v in layouts for v in outs):
+                launch.attributes[STRIDES_ATTR] = ArrayAttr([dims_attr(strides_of(v)) for v in outs])
+            if item.scatters:
+                inputs = list(builder.inputs)
+                updates = [-1] * len(builder.outputs) + [inputs.index(op.x) for op, _ in item.scatters]
+                launch.attributes[UPDATES_ATTR] = ArrayAttr([IntegerAttr(j, 64) for j in updates])
             program.block.add_op(launch)
-            env.update(zip(builder.outputs, launch.outs))
+            env.update(zip(outs, launch.outs))
         else:
             operands = [_program_value(v, env, program) for v in item.operands]
             clone = item.clone(value_mapper=dict(zip(item.operands, operands)))
@@ -230,4 +250,10 @@ def _stored_nodes(plan: Plan, ops: list[Operation], outputs: list[SSAValue]) -> 
         for value, _ in leaves:
             if value in plan.kernel_of and plan.kernel_of[value] is not k:
                 stored.add(value)
+    for k in {id(k): k for k in plan.kernel_of.values()}.values():
+        for op, index in k.scatters:
+            leaves = []
+            reads(op.src, index, plan.realized, leaves)
+            reads(op.index, index, plan.realized, leaves)
+            stored.update(value for value, _ in leaves if plan.kernel_of.get(value) not in (None, k))
     return {v for v in stored if v in plan.kernel_of}

@@ -48,7 +48,7 @@ from strata.runtime.allocation import contiguous_strides, fast_empty_strided, re
 from strata.runtime.cpu_linear import onednn_product
 from strata.runtime.layouts import launch_strides, result_format, result_strides
 from strata.runtime.graph_runner import InlineStep, generate_runner
-from strata.runtime.in_place import in_place_scatters, scatter_into_step
+from strata.runtime.in_place import in_place_scatters, in_place_updates, scatter_into_step, update_step
 from strata.runtime import shared_workspace
 from strata.runtime.memory_plan import MemoryPlan, plan_memory
 from strata.runtime.views import SymbolicViewCache, ViewCache, reinterpret, view_step_code
@@ -138,6 +138,8 @@ class CompiledGraph:
         self._first_call_jobs: list | None = []  # None once the first call has run them
         step_ops = []
         in_place = in_place_scatters(self.program, self.written_back)
+        self._updated_in_place = in_place_updates(self.program, self.written_back)
+        self._updated: set[int] = set()  # slots of launch outputs that update an operand
         seeds = [op for op in self.program.block.ops if isinstance(op, RandomSeedOp)]
         for op in self.program.block.ops:
             if isinstance(op, RandomSeedOp):  # one draw, at the first, for all of them
@@ -208,7 +210,7 @@ class CompiledGraph:
                 else:
                     shapes[slot] = (tuple(static), DTYPES[v.type.dtype], None if strides is None else tuple(strides))
             if isinstance(op, kd.LaunchOp) or isinstance(op, prim.MmOp | prim.BmmOp | prim.AddmmOp):
-                plannable.update(r for r in results if r not in self._fresh_products)
+                plannable.update(r for r in results if r not in self._fresh_products and r not in self._updated)
         # A collective may still read its operand after the step that issued it (on the
         # communication stream, until its wait): that memory is not the workspace's to reuse.
         plannable -= {self._slot(_view_root(v)) for op in step_ops if isinstance(op, COLLECTIVE_OPS) for v in op.operands}
@@ -316,7 +318,23 @@ class CompiledGraph:
         return bind([self.binding[n] for n in names])
 
     def _launch_step(self, op: kd.LaunchOp, func: Kernel) -> Step:
+        launch = self._launch(op, func)
+        if not op.updates:
+            return launch
+        # each output that updates an operand starts as it (runtime/in_place.py); the
+        # launch then writes into that register rather than a new buffer
+        update = update_step(op, self._slot, self._updated_in_place)
+        self._updated.update(self._slot(r) for r, j in zip(op.outs, op.updates) if j != -1)
+
+        def both(regs: list, env: dict) -> None:
+            update(regs, env)
+            launch(regs, env)
+
+        return InlineStep(update.code + launch.code, {**update.names, **launch.names}, both, launch.comment)
+
+    def _launch(self, op: kd.LaunchOp, func: Kernel) -> InlineStep:
         self.kernels[func.sym_name.data] = compiled = self.compile_kernel(func)
+        updated = {self._slot(r) for r, j in zip(op.outs, op.updates or [-1] * len(op.outs)) if j != -1}
         kernel = getattr(compiled, "run", compiled)  # the launch itself, one call fewer
         ins = [self._kernel_input_slot(v) for v in op.args]
         strides = launch_strides(op)
@@ -391,8 +409,9 @@ class CompiledGraph:
         def generic_step(regs: list, env: dict) -> None:
             buffers = [regs[i] for i in ins]
             for (slot, _, sizes, dtype, _), st in zip(outs, stride_fns):
-                t = regs[slot] = alloc(sizes(env), st(env), dtype)
-                buffers.append(t)
+                if slot not in updated:
+                    regs[slot] = alloc(sizes(env), st(env), dtype)
+                buffers.append(regs[slot])
             kernel(buffers, [env[n] for n in names])
 
         # The same as statements of the runner: a call of a Python function per step
@@ -400,6 +419,8 @@ class CompiledGraph:
         objects: dict[str, Any] = {"kernel": kernel, "alloc": alloc}
         code = []
         for j, ((slot, _, sizes, dtype, _), st) in enumerate(zip(outs, stride_fns)):
+            if slot in updated:
+                continue
             objects.update({f"sizes{j}": sizes, f"strides{j}": st, f"dtype{j}": dtype})
             code.append(f"regs[{slot}] = {{alloc}}({{sizes{j}}}(env), {{strides{j}}}(env), {{dtype{j}}})")
         buffers = ", ".join(f"regs[{i}]" for i in ins + [slot for slot, *_ in outs])

@@ -79,6 +79,47 @@ def in_place_scatters(program: kd.ProgramOp, written: dict[int, int]) -> set[Sca
     return out
 
 
+def in_place_updates(program: kd.ProgramOp, written: dict[int, int]) -> set:
+    """The launch outputs that may be written in the memory of the operand they update
+    (UPDATES_ATTR; passes/fusion/scatter_stores.py), on the conditions above: the
+    operand is a program argument, the launch is its only reader, and the output is
+    returned as that input's new value."""
+    ret = program.block.last_op
+    if not written or not isinstance(ret, kd.ReturnOp):
+        return set()
+    returned = {j: ret.operands[r] for r, j in written.items() if r < len(ret.operands)}
+    out = set()
+    for op in program.block.ops:
+        if not isinstance(op, kd.LaunchOp) or not op.updates:
+            continue
+        for result, j in zip(op.outs, op.updates):
+            arg = op.args[j] if j != -1 else None
+            if (
+                isinstance(arg, BlockArgument)
+                and returned.get(arg.index) is result
+                and sum(1 for _ in arg.uses) == 1
+                and result.type == arg.type
+            ):
+                out.add(result)
+    return out
+
+
+def update_step(op: kd.LaunchOp, slot, in_place: set) -> InlineStep:
+    """The step before a launch that updates some of its operands: each such output's
+    register is the operand itself (written in place), or a copy of it."""
+    pairs = [(slot(r), slot(op.args[j]), r in in_place) for r, j in zip(op.outs, op.updates) if j != -1]
+
+    def step(regs: list, env: dict) -> None:
+        for result, operand, own in pairs:
+            regs[result] = regs[operand] if own else regs[operand].clone(memory_format=torch.preserve_format)
+
+    code = [
+        f"regs[{result}] = regs[{operand}]" if own else f"regs[{result}] = regs[{operand}].clone(memory_format={{keep}})"
+        for result, operand, own in pairs
+    ]
+    return InlineStep(code, {"keep": torch.preserve_format}, step, f"{op.callee.string_value()}'s updated operands")
+
+
 def scatter_into(x, dim: int, index, src):
     """`x.scatter_(dim, index, src)`, returning x: the in-place form of prim.scatter."""
     return x.scatter_(dim, index.to(torch.int64), src)

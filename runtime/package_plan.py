@@ -156,6 +156,8 @@ class ProgramPlan:
         outs = [{"slot": self._slot(v), "sizes": dims_code(v.type.dims),
                  "strides": None if st is None else dims_code(st), "dtype": dtype_name(DTYPES[v.type.dtype])}
                 for v, st in zip(op.outs, launch_strides(op))]
+        for out, j in zip(outs, op.updates or ()):
+            out["updates"] = j  # starts as operand j's elements (UPDATES_ATTR), -1: fresh
         return {"op": "launch", "kernel": name, "ins": [self._kernel_input_slot(v) for v in op.args], "outs": outs,
                 "symbols": list(func.symbol_names), "source": op.callee.string_value()}
 

@@ -132,13 +132,15 @@ class PackagedProgram:
         kernel = kernels[s["kernel"]]
         ins, names, device = s["ins"], s["symbols"], self.device
         outs = [(o["slot"], ints_function(o["sizes"]), None if o["strides"] is None else ints_function(o["strides"]),
-                 dtype_of(o["dtype"])) for o in s["outs"]]
+                 dtype_of(o["dtype"]), o.get("updates", -1)) for o in s["outs"]]
 
         def launch(regs: list, env: dict) -> None:
             buffers = [regs[i] for i in ins]
-            for slot, sizes, strides, dtype in outs:
+            for slot, sizes, strides, dtype, updates in outs:
                 t = (torch.empty(sizes(env), dtype=dtype, device=device) if strides is None
                      else torch.empty_strided(sizes(env), strides(env), dtype=dtype, device=device))
+                if updates != -1:  # an output that updates an operand starts as its elements
+                    t.copy_(buffers[updates])
                 regs[slot] = t
                 buffers.append(t)
             kernel(buffers, [env[n] for n in names])

@@ -48,7 +48,7 @@ def test_an_op_section_has_operands_properties_rules_format_and_example(pages):
     assert "| operand | `value` | any | one |" in section
     assert "| operand | `buffer` | `!kernel.buffer` | one |" in section
     assert "| property | `index` | string | required |" in section
-    assert "$value `,` $buffer `[` $index `]` attr-dict" in section  # the assembly format
+    assert "$value `,` $buffer `[` $index `]` (`(` $values^" in section  # the assembly format
     assert "- storing {value.type} into {buffer.type}" in section  # a verifier rule, from verify_
     assert "- bad index '{index}': {exc}" in section  # one from a helper verify_ calls
     assert 'kernel.store %7, %1["r0 + 6*x0"] : f32, !kernel.buffer<f32>' in section

@@ -104,13 +104,35 @@ def reshape_index(index: Index, result_dims: Sequence[Dim], operand_dims: Sequen
         linear = sympy.Integer(0)
         for k, stride in zip(res, contiguous_strides([result_dims[k] for k in res])):
             linear += index[k] * stride
-        inner = contiguous_strides([operand_dims[m] for m in opd])
-        for pos, (m, st) in enumerate(zip(opd, inner)):
+        linear = rejoined(linear)
+        # a dim of size 1 is at 0; the others split the group's linear index (so a
+        # group [1, 4] of [4] reads x at (0, x), not at (x // 4, x % 4))
+        kept = [m for m in opd if operand_dims[m] != 1]
+        inner = contiguous_strides([operand_dims[m] for m in kept])
+        for pos, (m, st) in enumerate(zip(kept, inner)):
             v = linear if st == 1 else sympy.floor(linear / st)
             if pos > 0:  # the outermost dim of a group needs no wrap-around
                 v = sympy.Mod(v, sym(operand_dims[m]))
             out[m] = v
     return tuple(sympy.expand(v) if v.is_Add else v for v in out)
+
+
+def rejoined(e: sympy.Expr) -> sympy.Expr:
+    """e with each `c*floor(a/c) + Mod(a, c)` written as `a`: a dim split by one reshape
+    and merged again by the next (a [1, 512] row read as [1, 4, 1, 128] and back) is
+    the index it started as, which sympy does not see by itself."""
+    if not e.is_Add:
+        return e
+    terms = list(e.args)
+    for t in terms:
+        if isinstance(t, sympy.Mod):
+            a, c = t.args
+            whole = c * sympy.floor(a / c)
+            if whole in terms:
+                rest = [u for u in terms if u is not t]
+                rest.remove(whole)
+                return rejoined(sympy.Add(*rest, a))
+    return e
 
 
 def match_groups(a: Sequence[Dim], b: Sequence[Dim]) -> list[tuple[list[int], list[int]]] | None:

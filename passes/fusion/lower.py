@@ -29,7 +29,7 @@ from strata.dialects import kernel as kd
 from strata.dialects import prim
 from strata.dialects.attributes import CONVOLUTION_ATTR, DOT_ATTR
 from strata.dialects.types import Dim, TensorType, is_float, scalar_type, sym
-from strata.dialects.prim_indexing import CheckIndexOp, GatherOp
+from strata.dialects.prim_indexing import CheckIndexOp, GatherOp, ScatterOp
 from strata.dialects.prim_random import PHILOX_OPS
 from strata.passes.fusion.contraction import Contractions
 from strata.passes.fusion.gather import check_index_at, gather_at, load_op
@@ -198,11 +198,32 @@ class KernelBuilder:
             dims = dims_of(v)
             self.add(kd.StoreOp(stored, out, offset(self.node_index(v), dims, self.strides_of(v))))
 
+    def emit_scatter(self, op: ScatterOp, index: Index) -> None:
+        """Stores src's element at `index` into the scatter's result, at its position
+        along `dim` loaded from the index (passes/fusion/scatter_stores.py)."""
+        self.note_source(op)
+        value = self.convert(self.value_at(op.src, index), dtype_of(op.results[0]))
+        position = self.value_at(op.index, index)
+        if position.type != scalar_type("i64"):
+            position = self.add(prim.ConvertElementTypeOp(position, "i64"))
+        target = list(index)
+        target[op.dim.value.data] = sympy.Symbol("v0", integer=True)
+        result = op.results[0]
+        expr = offset(tuple(target), dims_of(result), self.strides_of(result))
+        self.add(kd.StoreOp(value, self.output_args[result], expr, [position]))
+
     def build(self, name: str) -> kd.FuncOp:
         for v in self.outputs:
             self.output_args[v] = self.block.insert_arg(self._buffer_type(v), len(self.block.args))
+        for op, _ in self.k.scatters:
+            self.input_buffer(op.x)  # the operand its output updates (never read here)
+        for op, _ in self.k.scatters:
+            v = op.results[0]
+            self.output_args[v] = self.block.insert_arg(self._buffer_type(v), len(self.block.args))
         for v in self.k.nodes:
             self.emit_node(v)
+        for op, index in self.k.scatters:
+            self.emit_scatter(op, index)
         d = self.k.domain
         symbols = sorted(_free_symbols(self.block, d), key=str)
         func = kd.FuncOp(

@@ -158,6 +158,9 @@ class Kernel:
     domain: Domain
     nodes: list[SSAValue] = field(default_factory=list)
     position: int = 0  # in the schedule
+    # scatters this kernel stores, each with the index of its src at the kernel's
+    # point (passes/fusion/scatter_stores.py)
+    scatters: list[tuple[Operation, Index]] = field(default_factory=list)
 
     @property
     def has_reduction(self) -> bool:

@@ -106,7 +106,8 @@ class KernelFunctions(InterpreterFunctions):
     def run_store(self, interpreter: Interpreter, op: kd.StoreOp, args: PythonValues) -> PythonValues:
         w = self.walk(interpreter)
         value = args[0]
-        idx = _at_least_2d(w.index(op))
+        # a data-dependent store: its index names the values v0, v1, … (args after the buffer)
+        idx = _at_least_2d(w.index(op, {f"v{i}": v.to(torch.int64) for i, v in enumerate(args[2:])}))
         shape = torch.broadcast_shapes(tuple(idx.shape), tuple(value.shape))
         if w.row == 0 and shape[1] == 0:
             return ()  # a row of an empty reduction domain: nothing to write

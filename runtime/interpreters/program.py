@@ -98,13 +98,16 @@ class ProgramFunctions(InterpreterFunctions):
             raise ValueError(f"kernel.launch: @{op.callee.string_value()} is not a kernel.func")
         env = symbols.current(interpreter)
         outs = []
-        for v, strides in zip(op.outs, launch_strides(op)):
+        updates = op.updates or [-1] * len(op.outs)
+        for v, strides, j in zip(op.outs, launch_strides(op), updates):
             sizes = concrete(v.type.dims, env)
             if strides is None:
                 t = torch.empty(sizes, dtype=DTYPES[v.type.dtype])
             else:  # a layout the fused program chose (passes/fusion/layouts.py)
                 t = torch.empty_strided(sizes, concrete(strides, env), dtype=DTYPES[v.type.dtype])
-            if self.fill is not None:
+            if j != -1:  # an output that updates operand j starts as its elements
+                t.copy_(args[j])
+            elif self.fill is not None:
                 t.fill_(self.fill if t.dtype.is_floating_point else 0)
             outs.append(t)
         missing = [n for n in func.symbol_names if n not in env]
