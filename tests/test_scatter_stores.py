@@ -74,16 +74,17 @@ def test_a_position_out_of_range_raises_before_any_store():
     assert torch.equal(cache, before)
 
 
-def _cache_update_ir(h: int, s: int, t: int, e: int, transposed: bool, reduced: int) -> str:
+def _cache_update_ir(h: int, s: int, t: int, e: int, transposed: bool, reduced: int, pairs: bool = False) -> str:
     """A graph writing t rows (of h heads, e wide) into a [1, h, s, e] cache at
     positions p + 0 … p + t - 1 (p an argument): the rows are squares, or sums of
     squares over a last dim of `reduced`, computed [1, t, h, e] and transposed, or
-    [1, h, t, e] as they are."""
+    [1, h, t, e] as they are; with `pairs` (e even, nothing reduced), squares computed
+    over [.., e / 2, 2] and viewed as [.., e], as a rotary embedding's are."""
     def ty(*dims, dtype="f32"):
         return f"!strata.tensor<[{', '.join(map(str, dims))}], {dtype}>"
 
     rows = (1, t, h, e) if transposed else (1, h, t, e)
-    src = ty(*rows, reduced) if reduced else ty(*rows)
+    src = ty(*rows, reduced) if reduced else ty(*rows)  # the argument k's type
     lines = [
         f'%iota = prim.iota {{length = {t} : i64, start = 0 : i64, step = 1 : i64, dtype = "i64"}} : {ty(t, dtype="i64")}',
         f"%p = prim.broadcast_in_dim %pos {{shape = [{t} : i64], broadcast_dimensions = array<i64: 0>}} : ({ty(1, dtype='i64')}) -> {ty(t, dtype='i64')}",
@@ -92,7 +93,11 @@ def _cache_update_ir(h: int, s: int, t: int, e: int, transposed: bool, reduced: 
         f'%c = prim.check_index %at, %n {{dim = 2 : i64, wraps = 1 : i64, indexing_op = "aten.index_put.default"}} : ({ty(t, dtype="i64")}, {ty(t, dtype="i64")}) -> {ty(t, dtype="i64")}',
         f"%i = prim.broadcast_in_dim %c {{shape = [1 : i64, {h} : i64, {t} : i64, {e} : i64], broadcast_dimensions = array<i64: 2>}} : ({ty(t, dtype='i64')}) -> {ty(1, h, t, e, dtype='i64')}",
     ]
-    if reduced:
+    if pairs:
+        src = ty(*rows[:-1], e // 2, 2)
+        lines += [f"%sq = prim.mul %k, %k : ({src}, {src}) -> {src}",
+                  f"%r = prim.reshape %sq {{shape = [{', '.join(f'{n} : i64' for n in rows)}]}} : ({src}) -> {ty(*rows)}"]
+    elif reduced:
         lines += [f"%sq = prim.mul %k, %k : ({src}, {src}) -> {src}",
                   f"%r = prim.sum %sq {{dims = array<i64: 4>}} : ({src}) -> {ty(*rows)}"]
     else:
@@ -112,11 +117,16 @@ def _cache_update_ir(h: int, s: int, t: int, e: int, transposed: bool, reduced: 
 
 @settings(max_examples=25, deadline=None)
 @given(h=st.integers(1, 3), t=st.integers(1, 3), e=st.integers(1, 5), transposed=st.booleans(),
-       reduced=st.sampled_from([0, 1, 3]), seed=st.integers(0, 1000))
-def test_a_folded_scatter_keeps_the_values(h, t, e, transposed, reduced, seed):
+       rows=st.sampled_from(["pointwise", "pairs", "sum of 1", "sum of 3"]), seed=st.integers(0, 1000))
+def test_a_folded_scatter_keeps_the_values(h, t, e, transposed, rows, seed):
     """fuse stores the scatter in the kernel of its rows, and the program's values are
-    the graph's, for rows computed pointwise or by a reduction, transposed or not."""
-    before = parse_module(_cache_update_ir(h, 12, t, e, transposed, reduced))
+    the graph's, for rows computed pointwise (or in pairs) or by a reduction,
+    transposed or not."""
+    pairs = rows == "pairs"
+    if pairs:
+        e = 2 * e
+    reduced = int(rows.removeprefix("sum of ")) if rows.startswith("sum") else 0
+    before = parse_module(_cache_update_ir(h, 12, t, e, transposed, reduced, pairs))
     after = before.clone()
     FusePass().apply(strata_context(), after)
     program = next(op for op in after.ops if isinstance(op, kd.ProgramOp))

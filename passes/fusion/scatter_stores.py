@@ -28,6 +28,7 @@ Only on a GPU: the CPU's code generator has no data-dependent store.
 
 from __future__ import annotations
 
+import sympy
 from xdsl.ir import BlockArgument, Operation, SSAValue
 
 from strata.dialects import prim
@@ -123,6 +124,39 @@ def _point_index(k: Kernel, op: ScatterOp) -> Index | None:
     return reshape_index(point, shape, src)
 
 
+def _extents(k: Kernel) -> dict[sympy.Symbol, int]:
+    """The loop variables of k's domain with a static extent (named as full_index
+    names them)."""
+    out, x, r = {}, 0, 0
+    for i, n in enumerate(k.domain.full):
+        name = f"r{r}" if i in k.domain.reduced else f"x{x}"
+        if i in k.domain.reduced:
+            r += 1
+        else:
+            x += 1
+        if sym(n).is_Integer:
+            out[sym(name)] = int(n)
+    return out
+
+
+def within(e: sympy.Expr, extents: dict[sympy.Symbol, int]) -> sympy.Expr:
+    """e with `floor(v / c)` as 0 and `Mod(v, c)` as v for each loop variable v whose
+    extent is at most c: a dim split by one reshape and read back through another (a
+    rotary embedding's [.., 8, 2] pairs stored as [.., 16]) leaves those in indices."""
+    def fold(a: sympy.Expr) -> sympy.Expr:
+        if isinstance(a, sympy.floor):
+            v, c = a.args[0].as_numer_denom()
+            if v in extents and c.is_Integer and extents[v] <= c:
+                return sympy.Integer(0)
+        if isinstance(a, sympy.Mod):
+            v, c = a.args
+            if v in extents and c.is_Integer and extents[v] <= c:
+                return v
+        return a
+
+    return sympy.expand(e.replace(lambda a: isinstance(a, (sympy.floor, sympy.Mod)), fold))
+
+
 def _through_views(v: SSAValue, k: Kernel) -> tuple[SSAValue, list[Operation]] | None:
     """The value of k that v is views (or conversions) of, and those ops from it up."""
     chain = []
@@ -164,10 +198,11 @@ def _fits(plan: Plan, k: Kernel, op: ScatterOp, index: Index, ready: dict[SSAVal
     leaves: list = []
     reads(op.src, index, plan.realized, leaves)
     reads(op.index, index, plan.realized, leaves)
+    extents = _extents(k)
     for value, idx in leaves:
         if plan.kernel_of.get(value) is k:
             natural = k.domain.kept_index() if is_reduction(value.owner) else k.domain.index_for(dims_of(value))
-            if natural is None or not same_index(idx, natural):
+            if natural is None or not same_index(tuple(within(i, extents) for i in idx), natural):
                 return False
         elif isinstance(value, BlockArgument):
             continue
