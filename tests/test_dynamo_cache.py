@@ -18,6 +18,8 @@ import textwrap
 
 import pytest
 
+pytestmark = pytest.mark.long(45)
+
 CHILD = textwrap.dedent('''
     import json, sys, warnings
     import torch
