@@ -132,3 +132,47 @@ def test_a_folded_scatter_keeps_the_values(h, t, e, transposed, rows, seed):
     program = next(op for op in after.ops if isinstance(op, kd.ProgramOp))
     assert not [op for op in program.block.ops if op.name == "prim.scatter"], print_module(after)
     assert check_values(before, after, f"seed={seed}") is None
+
+
+PROMPT_IR = """
+func.func @graph(%cache: !strata.tensor<[1, 2, 12, 4], f32>, %pos: !strata.tensor<["s0"], i64>, %k: !strata.tensor<[1, "s0", 2, 4], f32>) -> !strata.tensor<[1, 2, 12, 4], f32> attributes {strata.device = "cuda"} {
+  %n = prim.full {shape = ["s0"], value = 12 : i64, dtype = "i64"} : !strata.tensor<["s0"], i64>
+  %c = prim.check_index %pos, %n {dim = 2 : i64, wraps = 1 : i64, indexing_op = "aten.index_put.default"} : (!strata.tensor<["s0"], i64>, !strata.tensor<["s0"], i64>) -> !strata.tensor<["s0"], i64>
+  %i = prim.broadcast_in_dim %c {shape = [1 : i64, 2 : i64, "s0", 4 : i64], broadcast_dimensions = array<i64: 2>} : (!strata.tensor<["s0"], i64>) -> !strata.tensor<[1, 2, "s0", 4], i64>
+  %r = prim.mul %k, %k : (!strata.tensor<[1, "s0", 2, 4], f32>, !strata.tensor<[1, "s0", 2, 4], f32>) -> !strata.tensor<[1, "s0", 2, 4], f32>
+  %t = prim.permute %r {dims = array<i64: 0, 2, 1, 3>} : (!strata.tensor<[1, "s0", 2, 4], f32>) -> !strata.tensor<[1, 2, "s0", 4], f32>
+  %new = prim.scatter %cache, %i, %t {dim = 2 : i64, reduce = "none", include_self = 1 : i64} : (!strata.tensor<[1, 2, 12, 4], f32>, !strata.tensor<[1, 2, "s0", 4], i64>, !strata.tensor<[1, 2, "s0", 4], f32>) -> !strata.tensor<[1, 2, 12, 4], f32>
+  func.return %new : !strata.tensor<[1, 2, 12, 4], f32>
+}
+"""
+
+
+def test_a_prompt_of_symbolic_length_and_its_specialized_graph_write_the_cache():
+    """A prefill's graph of symbolic length folds its scatter too; the graph the runtime
+    specializes to a recurring length (runtime/specialized_graphs.py) keeps the output
+    that updates the cache, so its calls write only the prompt's rows, in place."""
+    from strata.passes.specialize_symbols import specialized
+
+    module = parse_module(PROMPT_IR)
+    FusePass().apply(strata_context(), module)
+    assert [op.updates for op in module.walk() if isinstance(op, kd.LaunchOp)] == [None, [0]]
+    graph = CompiledGraph(module, lambda f: compile_kernel(f, "cpu"), torch.device("cpu"), written_back={0: 0},
+                          specialize=specialized)
+    for call, (t, start) in enumerate([(3, 2), (3, 5), (3, 0), (5, 7)]):
+        cache = torch.randn(1, 2, 12, 4, generator=torch.Generator().manual_seed(call))
+        pos, k = torch.arange(start, start + t), torch.randn(1, t, 2, 4, generator=torch.Generator().manual_seed(call + 9))
+        want = cache.clone()
+        want[:, :, pos] = (k * k).transpose(1, 2)
+        (got,) = graph([cache, pos, k])
+        assert got.data_ptr() == cache.data_ptr() and torch.equal(cache, want), (call, t)
+    assert graph.specializations is not None and len(graph.specializations.graphs) == 1  # the length 3, seen again
+
+
+def test_positions_checked_against_another_size_leave_the_scatter_to_torch():
+    """The kernels store without checking: a position checked against any size but the
+    cache's dim (here 20, where the cache holds 12) keeps torch's scatter, which raises."""
+    module = parse_module(IR.replace("value = 12 : i64", "value = 20 : i64"))
+    FusePass().apply(strata_context(), module)
+    program = next(op for op in module.ops if isinstance(op, kd.ProgramOp))
+    assert [op.name for op in program.block.ops if op.name == "prim.scatter"] == ["prim.scatter"]
+    assert all(op.updates is None for op in program.block.ops if isinstance(op, kd.LaunchOp))

@@ -17,8 +17,9 @@ can see it change (runtime/in_place.py), and copies it first otherwise.
 A scatter folds into kernel K when:
   - it overwrites (reduce "none"), and its index has src's shape;
   - its destination is a graph argument (what can be written in place);
-  - its index went through prim.check_index (a position out of range raised before any
-    store: kernels do not check the positions they store at);
+  - its index went through prim.check_index against the size of the dim it stores
+    along (a position out of range raised before any store: kernels do not check the
+    positions they store at);
   - K is a generated kernel (no matrix-product template) whose points (its domain, or a
     reduction's kept dims) are as many as src's elements, and each element of src and
     of the index is, at the point that corresponds to it in row-major order, either a
@@ -65,10 +66,19 @@ def _candidate(op: ScatterOp) -> bool:
         return False
     if dims_of(op.index) != dims_of(op.src) or any(sym(d) == 0 for d in dims_of(op.src)):
         return False
-    root = op.index
-    while isinstance(root.owner, VIEW_OPS):
-        root = root.owner.operands[0]
-    return isinstance(root.owner, CheckIndexOp)
+    check = _under_views(op.index).owner
+    if not isinstance(check, CheckIndexOp):
+        return False
+    # checked against the size of the dim it stores along (a full of that value)
+    size = _under_views(check.size).owner
+    extent = sym(dims_of(op.x)[op.dim.value.data])
+    return isinstance(size, prim.FullOp) and extent.is_Integer and size.scalar == int(extent)
+
+
+def _under_views(v: SSAValue) -> SSAValue:
+    while isinstance(v.owner, VIEW_OPS):
+        v = v.owner.operands[0]
+    return v
 
 
 def _ready(plan: Plan) -> dict[SSAValue, int]:
