@@ -250,8 +250,8 @@ def _stored_nodes(plan: Plan, ops: list[Operation], outputs: list[SSAValue]) -> 
         for value, _ in leaves:
             if value in plan.kernel_of and plan.kernel_of[value] is not k:
                 stored.add(value)
-    for k in {id(k): k for k in plan.kernel_of.values()}.values():
-        for op, index in k.scatters:
+    for k in plan.schedule:  # what a scatter stored by a kernel reads from others
+        for op, index in k.scatters if isinstance(k, Kernel) else ():
             leaves = []
             reads(op.src, index, plan.realized, leaves)
             reads(op.index, index, plan.realized, leaves)
