@@ -39,19 +39,9 @@ def pytest_addoption(parser):
 
 def pytest_configure(config):
     config.addinivalue_line("markers", "slow: a long test (the full training matrix); skipped unless --slow")
-    config.addinivalue_line("markers", "long(seconds): runs for about that long on this 2-core machine (or, on a "
-                            "module, its tests together): scheduled first, the longest first")
 
 
 def pytest_collection_modifyitems(config, items):
-    # The long tests first, the longest first: xdist's workers take tests in this order,
-    # so no long test starts near the end to keep one worker busy while the other idles.
-    # (The sort is stable: a module's tests stay together, with its module fixtures.)
-    def expected_seconds(item) -> float:
-        mark = item.get_closest_marker("long")
-        return mark.args[0] if mark is not None and mark.args else 0.0
-
-    items.sort(key=lambda item: -expected_seconds(item))
     # The default suite stays within its time budget; --slow runs everything.
     if config.getoption("--slow"):
         return

@@ -116,7 +116,6 @@ def test_a_failed_contender_is_reported():
     assert suite.chart_panels([ok, failed])[0][2]["inductor"] == [2.0, None]
 
 
-@pytest.mark.long(50)
 def test_small_cpu_suite_end_to_end(tmp_path):
     """One small model, fp32, eager vs Inductor vs strata, with the warm-compile
     process: well under a minute on a quiet 2-core machine (each process pays
@@ -216,7 +215,6 @@ def test_a_train_cell_without_compiling(monkeypatch):
     assert cell.as_json()["speedup_over_eager"]["inductor"] is None and "warm_compile_s" not in cell.as_json()
 
 
-@pytest.mark.long(50)
 def test_small_cpu_train_suite_end_to_end(tmp_path):
     """Two small models, bf16 autocast, a training step eager vs Inductor vs strata:
     about a minute on a loaded 2-core machine (Inductor's C++ compiles of the forward

@@ -11,7 +11,7 @@ import torch.distributed as dist
 
 from strata.testing.distributed import MIXED, MODES, run_modes
 
-pytestmark = [pytest.mark.skipif(not dist.is_available() or not dist.is_gloo_available(), reason="needs gloo"), pytest.mark.long(80)]
+pytestmark = pytest.mark.skipif(not dist.is_available() or not dist.is_gloo_available(), reason="needs gloo")
 
 # Collectives compiled into strata's programs: the modes whose graphs hold them.
 IN_GRAPH = {"ddp_compiled_autograd", "tp"}

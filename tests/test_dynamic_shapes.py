@@ -72,7 +72,6 @@ def strata_compiles(monkeypatch):
     return seen
 
 
-@pytest.mark.long(37)
 def test_automatic_dynamic_compiles_no_more_than_dynamo_needs(strata_compiles):
     sizes = [(b, t) for t in SEQUENCE_LENGTHS for b in BATCH_SIZES]
     dynamo_graphs = _run("aot_eager", sizes)

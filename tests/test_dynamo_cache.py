@@ -18,8 +18,6 @@ import textwrap
 
 import pytest
 
-pytestmark = pytest.mark.long(45)
-
 CHILD = textwrap.dedent('''
     import json, sys, warnings
     import torch

@@ -11,12 +11,9 @@ import subprocess
 import sys
 from pathlib import Path
 
-import pytest
-
 LIT_DIR = Path(__file__).parent / "lit"
 
 
-@pytest.mark.long(260)
 def test_lit_suite():
     result = subprocess.run(
         [sys.executable, "-c", "from lit.main import main; main()", "-q", "-j", str(os.cpu_count() or 2), str(LIT_DIR)],

@@ -13,8 +13,6 @@ import pytest
 
 from strata.tools.opinfo import Outcome, op_key, report, select, shard, sweep
 
-pytestmark = pytest.mark.long(130)
-
 SLICE_DTYPES = ["f32", "i64", "bool", "bf16"]
 
 

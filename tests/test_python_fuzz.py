@@ -40,7 +40,6 @@ SHRINK = () if profiles.PROFILE == "ci" else (Phase.shrink,)
 CHECK_STRIDES = os.environ.get("STRATA_FUZZ_STRIDES", "1") != "0"
 
 
-@pytest.mark.long(28)
 @settings(max_examples=FUZZ_PROGRAMS, phases=(Phase.explicit, Phase.reuse, Phase.generate, *SHRINK))
 @given(python_programs())
 def test_compiled_programs_match_eager(program):

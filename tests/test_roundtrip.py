@@ -20,7 +20,6 @@ from strata.testing.checks import check_round_trip
 from strata.testing.op_zoo import PARTS, dialect_ops
 
 
-@pytest.mark.long(46)
 @pytest.mark.parametrize("dialect", ["aten", "prim", "kernel"])
 @given(data=st.data())
 def test_every_op_round_trips(dialect, data):
