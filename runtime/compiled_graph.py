@@ -318,13 +318,14 @@ class CompiledGraph:
         return bind([self.binding[n] for n in names])
 
     def _launch_step(self, op: kd.LaunchOp, func: Kernel) -> Step:
-        launch = self._launch(op, func)
-        if not op.updates:
+        updated = {self._slot(r) for r, j in zip(op.outs, op.updates or ()) if j != -1}
+        launch = self._launch(op, func, updated)
+        if not updated:
             return launch
         # each output that updates an operand starts as it (runtime/in_place.py); the
         # launch then writes into that register rather than a new buffer
         update = update_step(op, self._slot, self._updated_in_place)
-        self._updated.update(self._slot(r) for r, j in zip(op.outs, op.updates) if j != -1)
+        self._updated |= updated
 
         def both(regs: list, env: dict) -> None:
             update(regs, env)
@@ -332,9 +333,10 @@ class CompiledGraph:
 
         return InlineStep(update.code + launch.code, {**update.names, **launch.names}, both, launch.comment)
 
-    def _launch(self, op: kd.LaunchOp, func: Kernel) -> InlineStep:
+    def _launch(self, op: kd.LaunchOp, func: Kernel, updated: set[int]) -> InlineStep:
+        """The launch step; `updated`: the slots of outputs whose register is set
+        before it (an updated operand), which it does not allocate."""
         self.kernels[func.sym_name.data] = compiled = self.compile_kernel(func)
-        updated = {self._slot(r) for r, j in zip(op.outs, op.updates or [-1] * len(op.outs)) if j != -1}
         kernel = getattr(compiled, "run", compiled)  # the launch itself, one call fewer
         ins = [self._kernel_input_slot(v) for v in op.args]
         strides = launch_strides(op)

@@ -35,9 +35,9 @@ from xdsl.ir import BlockArgument, Operation, SSAValue
 from strata.dialects import prim
 from strata.dialects.attributes import CONVOLUTION_ATTR, DOT_ATTR
 from strata.dialects.prim_indexing import CheckIndexOp, ScatterOp
-from strata.dialects.types import sym
+from strata.dialects.types import numel, sym
 from strata.passes.fusion.decisions import debug_enabled, describe_value, log
-from strata.passes.fusion.indexing import Index, reshape_index
+from strata.passes.fusion.indexing import Index, equal, reshape_index
 from strata.passes.fusion.plan import VIEW_OPS, Kernel, Plan, dims_of, is_reduction, reads, same_index
 
 
@@ -123,30 +123,15 @@ def _point_index(k: Kernel, op: ScatterOp) -> Index | None:
             index = _forward(view, index) if index is not None else None
         if index is not None:
             return index
-    total = sym(1)
-    for n in shape:
-        total *= sym(n)
-    count = sym(1)
-    for n in src:
-        count *= sym(n)
-    if not (total - count).expand() == 0:
+    if not equal(numel(shape), numel(src)):
         return None
     return reshape_index(point, shape, src)
 
 
 def _extents(k: Kernel) -> dict[sympy.Symbol, int]:
-    """The loop variables of k's domain with a static extent (named as full_index
-    names them)."""
-    out, x, r = {}, 0, 0
-    for i, n in enumerate(k.domain.full):
-        name = f"r{r}" if i in k.domain.reduced else f"x{x}"
-        if i in k.domain.reduced:
-            r += 1
-        else:
-            x += 1
-        if sym(n).is_Integer:
-            out[sym(name)] = int(n)
-    return out
+    """The loop variables of k's domain with a static extent."""
+    d = k.domain
+    return {v: int(n) for v, n in zip(d.full_index(), d.full) if isinstance(v, sympy.Symbol) and sym(n).is_Integer}
 
 
 def within(e: sympy.Expr, extents: dict[sympy.Symbol, int]) -> sympy.Expr:
