@@ -8,10 +8,13 @@ import os
 import sys
 import tempfile
 
-import lit.formats
+sys.path.insert(0, os.path.dirname(__file__))
+from lit_in_process import InProcessShTest  # noqa: E402
 
 config.name = "strata"
-config.test_format = lit.formats.ShTest(execute_external=False)
+# strata-opt runs inside the lit worker (lit_in_process.py says why and how);
+# `--param strata_in_process=0` starts a process for every RUN line instead.
+config.test_format = InProcessShTest(in_process=lit_config.params.get("strata_in_process", "1") != "0")
 config.suffixes = [".mlir"]
 config.excludes = ["Inputs"]
 config.test_source_root = os.path.dirname(__file__)
