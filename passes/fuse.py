@@ -55,8 +55,7 @@ from strata.passes.fusion.plan import (
     Plan,
     build_plan,
     dims_of,
-    is_reduction,
-    operand_indices,
+    node_reads,
     reads,
 )
 from strata.passes.fusion.traffic import graph_bytes, human_bytes, op_bytes, program_bytes, values_bytes
@@ -239,15 +238,7 @@ def _stored_nodes(plan: Plan, ops: list[Operation], outputs: list[SSAValue]) -> 
         if isinstance(op, Operation):
             stored.update(plan.source_of(v) for v in op.operands)
     for v, k in plan.kernel_of.items():
-        op = v.owner
-        leaves: list = []
-        if is_reduction(op):
-            reads(op.x, k.domain.full_index(), plan.realized, leaves)
-        else:
-            index = k.domain.index_for(dims_of(v))
-            for operand, idx in zip(op.operands, operand_indices(op, index)):
-                reads(operand, idx, plan.realized, leaves)
-        for value, _ in leaves:
+        for value, _ in node_reads(v, k.domain, plan.realized):
             if value in plan.kernel_of and plan.kernel_of[value] is not k:
                 stored.add(value)
     for k in plan.schedule:  # what a scatter stored by a kernel reads from others

@@ -296,19 +296,11 @@ def _given_strides(fn: func.FuncOp) -> dict[SSAValue, tuple[Dim, ...]]:
 
 def _kernels_reading(plan: Plan) -> dict[SSAValue, list]:
     """For each realized value, the kernels whose nodes read it."""
-    from strata.passes.fusion.plan import is_reduction, operand_indices, reads
+    from strata.passes.fusion.plan import node_reads
 
     out: dict[SSAValue, list] = {}
     for v, k in plan.kernel_of.items():
-        op = v.owner
-        leaves: list = []
-        if is_reduction(op):
-            reads(op.x, k.domain.full_index(), plan.realized, leaves)
-        else:
-            index = k.domain.index_for(v.type.dims)
-            for operand, idx in zip(op.operands, operand_indices(op, index)):
-                reads(operand, idx, plan.realized, leaves)
-        for value, _ in leaves:
+        for value, _ in node_reads(v, k.domain, plan.realized):
             out.setdefault(value, []).append(k)
     return out
 

@@ -35,7 +35,7 @@ from strata.passes.fusion.contraction import Contractions
 from strata.passes.fusion.gather import check_index_at, gather_at, load_op
 from strata.passes.fusion.random import philox_at
 from strata.passes.fusion.indexing import Index, contiguous_strides, empty_row_guard, offset
-from strata.passes.fusion.plan import Kernel, Plan, dims_of, is_reduction, operand_indices
+from strata.passes.fusion.plan import Kernel, Plan, dims_of, is_reduction, node_domain, node_index, operand_indices
 from strata.passes.provenance import kernel_source_text
 
 REDUCED_PRECISION = ("f16", "bf16")
@@ -142,7 +142,8 @@ class KernelBuilder:
             return args[0]
         out_dtype = dtype_of(op.results[0])
         if isinstance(op, prim.ConvertElementTypeOp):
-            opmath = prim.OPMATH_ROUNDING in op.attributes and not self.emulate_precision_casts
+            opmath = (prim.OPMATH_ROUNDING in op.attributes and not self.emulate_precision_casts
+                      and op.results[0] not in self.plan.rounded)
             if opmath and args[0].type == scalar_type(compute_dtype(out_dtype)):
                 return args[0]  # rounded where stored (emit_node)
             x = self.convert(args[0], out_dtype)
@@ -172,10 +173,7 @@ class KernelBuilder:
 
     # ------------------------------------------------------------ nodes
     def node_index(self, v: SSAValue) -> Index:
-        d = self.k.domain
-        if is_reduction(v.owner):
-            return d.kept_index()
-        index = d.index_for(dims_of(v))
+        index = node_index(self.k.domain, v)
         assert index is not None
         return index
 
@@ -183,7 +181,7 @@ class KernelBuilder:
         op = v.owner
         self.note_source(op)
         if is_reduction(op):
-            row = self.value_at(op.x, self.k.domain.full_index())
+            row = self.value_at(op.x, self.k.domain.reduction_index(node_domain(v))[0])
             scalar = self.add(kd.ReduceOp(row, op.KIND))
             for attr in (DOT_ATTR, CONVOLUTION_ATTR):  # a matrix product's sum (passes/matmul_to_dot.py)
                 if attr in op.attributes:

@@ -125,6 +125,59 @@ class Domain:
         return merged_index(self.full_index(), self.full, dims)
 
 
+    def reduction_index(self, own: Domain) -> tuple[Index, Index] | None:
+        """(the index of its operand, the index of its result) at which a reduction of
+        domain `own` is computed here: the loop variables where `own` is this domain;
+        where `own` reduces to a single value (every kept dim 1) over dims of this
+        domain's reduction sizes (a norm's sum of squares, in the kernel of the
+        matrix-vector product that reads the normalized row), its reduced dims at this
+        domain's reduction variables and every other dim at 0, so that each point of
+        the kernel computes the same value. None where neither holds."""
+        if same_shape(own.full, self.full) and own.reduced == self.reduced:
+            return self.full_index(), self.kept_index()
+        if not self.reduced or any(d != 1 for d in own.kept):
+            return None
+        if not same_shape(tuple(own.reduction_dims), tuple(self.reduction_dims)):
+            return None
+        full = self.full_index()
+        variables = iter(full[i] for i in self.reduced)
+        operand = tuple(next(variables) if i in own.reduced else sympy.Integer(0) for i in range(len(own.full)))
+        return operand, tuple(sympy.Integer(0) for _ in own.kept)
+
+
+def is_scalar_reduction(v: SSAValue) -> bool:
+    """Whether v is a reduction to a single value (every kept dim 1)."""
+    return is_reduction(v.owner) and all(d == 1 for d in node_domain(v).kept)
+
+
+def node_index(domain: Domain, v: SSAValue) -> Index | None:
+    """The index at which node v is computed (and stored) in a kernel of `domain`. A
+    single value (every dim 1) fits any domain that _holds_a_single_value, at 0: each
+    program computes it and stores it."""
+    if is_reduction(v.owner):
+        at = domain.reduction_index(node_domain(v))
+        return None if at is None else at[1]
+    index = domain.index_for(dims_of(v))
+    if index is None and all(d == 1 for d in dims_of(v)) and _holds_a_single_value(domain):
+        return tuple(sympy.Integer(0) for _ in dims_of(v))
+    return index
+
+
+def node_reads(v: SSAValue, domain: Domain, realized: set[SSAValue]) -> list[tuple[SSAValue, Index]]:
+    """The realized values (and indices) node v reads, computed in a kernel of `domain`."""
+    op = v.owner
+    leaves: list[tuple[SSAValue, Index]] = []
+    if is_reduction(op):
+        at = domain.reduction_index(node_domain(v))
+        assert at is not None, "a reduction outside its kernel's domain"
+        reads(op.x, at[0], realized, leaves)
+    else:
+        index = node_index(domain, v)
+        for operand, idx in zip(op.operands, operand_indices(op, index)):
+            reads(operand, idx, realized, leaves)
+    return leaves
+
+
 def unit_dims_index(index: Index, shape: tuple[Dim, ...], dims: tuple[Dim, ...]) -> Index | None:
     """`index` (into `shape`) as an index into `dims`, when the two differ only in dims
     of size 1 (a matrix-vector product's [1, n] sums read as [1, 1, n]): each dim of
@@ -175,6 +228,10 @@ class Plan:
     realized: set[SSAValue] = field(default_factory=set)
     kernel_of: dict[SSAValue, Kernel] = field(default_factory=dict)
     order: dict[Operation, int] = field(default_factory=dict)  # each op's position in the graph
+    # Inline values each kernel rounds to their dtype where it computes them, as their
+    # stored copy was rounded: the rows products recompute (_scaled_row_of_products)
+    # read as eager's rounded values, not f32 ones.
+    rounded: set[SSAValue] = field(default_factory=set)
 
     def source_of(self, v: SSAValue) -> SSAValue:
         """The realized value v is a view of (v itself if realized): the buffer an
@@ -231,10 +288,13 @@ def constant_values(ops: list[Operation]) -> set[SSAValue]:
     return constant
 
 
-def choose_realized(ops: list[Operation], outputs: list[SSAValue]) -> set[SSAValue]:
+def choose_realized(ops: list[Operation], outputs: list[SSAValue], scaled_rows: set[SSAValue] | None = None) -> set[SSAValue]:
+    """The values written to memory. `scaled_rows`, where given, receives the rows the
+    products reading them recompute instead (_scaled_row_of_products)."""
     realized: set[SSAValue] = set()
     why: dict[SSAValue, str] | None = {} if debug_enabled() else None
     constant = constant_values(ops)
+    scaled_rows = set() if scaled_rows is None else scaled_rows
     for op in ops:
         if is_reduction(op) or is_extern(op):
             realized.update(op.results)
@@ -252,6 +312,12 @@ def choose_realized(ops: list[Operation], outputs: list[SSAValue]) -> set[SSAVal
                     if not copied:
                         _realize_root(v, realized, why, f"read by {_extern_kind(op)} {op.name}")
         elif is_inline(op) and not isinstance(op, VIEW_OPS + (prim.FullOp, prim.IotaOp)):
+            if _sum_of_products_reading(op) is None and _scaled_row_of_products(op.results[0], realized):
+                scaled_rows.add(op.results[0])
+                if why is not None:
+                    log.debug("recompute %s in the kernels of the products it is a side of: a row scaled by a "
+                              "single-value reduction over the products' own extent", describe_value(op.results[0]))
+                continue
             if isinstance(op, GatherOp) and not (op.index in constant and _loads_only(op.x, realized)):
                 # positions computed from iotas alone (a cat of a few operands, a nearest
                 # upsample) let the reader compute x where it reads it, like any view
@@ -271,7 +337,8 @@ def choose_realized(ops: list[Operation], outputs: list[SSAValue]) -> set[SSAVal
                 _realize_root(operand, realized, why, "an operand of a matrix product, computed by another kernel")
         elif is_reduction(op):
             for operand in _recomputed_product_sides(op):
-                _realize_root(operand, realized, why, "a side of a sum of products, computed once rather than once per output")
+                if view_root(operand) not in scaled_rows:
+                    _realize_root(operand, realized, why, "a side of a sum of products, computed once rather than once per output")
     for v in outputs:
         _realize_root(v, realized, why, "a result of the graph")
     if why is not None:
@@ -389,6 +456,77 @@ def _recomputed_product_sides(total: Operation) -> list[SSAValue]:
         if repeats >= RECOMPUTE_LIMIT and not _plain(side, _itemsize(side)):
             out.append(side)
     return out
+
+
+def _scaled_row_of_products(v: SSAValue, realized: set[SSAValue]) -> bool:
+    """Whether v, a row computed from loads and single-value reductions over the same
+    extent as the products it is a side of (a norm's x · rsqrt(mean(x²) + eps) · w
+    read by a decode step's matrix-vector products), is better recomputed in each
+    product's kernel than written by a kernel of its own. Each program of the product
+    reads the whole row anyway; recomputing it reads the unnormalized row and the
+    weight instead (bytes of the row's length, not the product's), and the sum of
+    squares joins the product's kernel (Domain.reduction_index), so the norm's kernel
+    and its launch go away. Only where every reader of v is such a side."""
+    if not isinstance(v.type, TensorType) or v in realized:
+        return False
+    reads = readers(v)
+    if not reads:
+        return False
+    extents: set[tuple[Dim, ...]] = set()
+    for r in reads:
+        total = _sum_of_products_reading(r)
+        if total is None:
+            return False
+        extents.add(tuple(node_domain(total.results[0]).reduction_dims))
+    if len(extents) != 1:
+        return False
+    (extent,) = extents
+    scalars = _scalar_reductions_under(v, realized)
+    return bool(scalars) and all(same_shape(tuple(node_domain(s).reduction_dims), extent) for s in scalars)
+
+
+def _sum_of_products_reading(reader: Operation) -> Operation | None:
+    """The sum of products (a prim.sum of a prim.mul) that `reader` feeds one side of,
+    through nothing but the side's widening conversion and broadcasts; or None."""
+    op = reader
+    while isinstance(op, prim.BroadcastInDimOp | prim.ConvertElementTypeOp) and _only_user(op) is not None:
+        op = _only_user(op)
+    if not (isinstance(op, prim.ElementwiseOp) and op.name == "prim.mul" and _only_user(op) is not None):
+        return None
+    total = _only_user(op)
+    return total if total.name == "prim.sum" and is_reduction(total) and total.operands[0] is op.results[0] else None
+
+
+def _only_user(op: Operation) -> Operation | None:
+    """The one op reading op's result, if exactly one reads it."""
+    uses = list(op.results[0].uses)
+    return uses[0].operation if len(uses) == 1 else None
+
+
+def _scalar_reductions_under(v: SSAValue, realized: set[SSAValue]) -> list[SSAValue] | None:
+    """The single-value reductions v's inline computation reads (down to realized
+    values and graph arguments), or an empty list where it does something a product's
+    side should not recompute (a gather, a random draw, a reduction of more values)."""
+    found: list[SSAValue] = []
+    stack, seen = [v], set()
+    while stack:
+        x = stack.pop()
+        if x in seen:
+            continue
+        seen.add(x)
+        op = x.owner
+        if not isinstance(op, Operation):
+            continue  # a graph argument: loaded
+        if is_reduction(op):
+            if is_scalar_reduction(x):
+                found.append(x)
+            continue  # loaded, or joins the product's kernel
+        if x in realized and x is not v or is_extern(op):
+            continue  # loaded
+        if not isinstance(op, VIEW_OPS + (prim.ElementwiseOp, prim.WhereOp, prim.ConvertElementTypeOp, prim.FullOp)):
+            return []
+        stack.extend(op.operands)
+    return found
 
 
 def _plain(v: SSAValue, width: int) -> bool:
@@ -590,7 +728,9 @@ def same_index(a: Index, b: Index) -> bool:
 
 
 def build_plan(ops: list[Operation], outputs: list[SSAValue]) -> Plan:
-    plan = Plan(realized=choose_realized(ops, outputs), order={op: i for i, op in enumerate(ops)})
+    rounded: set[SSAValue] = set()
+    plan = Plan(realized=choose_realized(ops, outputs, rounded), order={op: i for i, op in enumerate(ops)},
+                rounded=rounded)
     ready: dict[SSAValue, int] = {}  # realized value -> schedule position producing it
     for op in ops:
         if is_extern(op):
@@ -615,9 +755,17 @@ def node_domain(v: SSAValue) -> Domain:
     return Domain(dims_of(v))
 
 
+# A single value of the graph's arguments joins the first kernel of at most this many
+# points (each of whose programs stores it).
+SCALAR_HOST_POINTS = 1 << 16
+
+
 def _place(plan: Plan, v: SSAValue, ready: dict[SSAValue, int]) -> Kernel:
     """The kernel that computes node v: an existing one it fits, or a new one."""
     own = node_domain(v)
+    early = _place_scalar_of_arguments(plan, v)
+    if early is not None:
+        return early
     blocked: list[tuple[Kernel, str]] | None = [] if debug_enabled() else None
     for item in reversed(plan.schedule):
         if isinstance(item, Operation) and binds_symbols(item):
@@ -637,6 +785,41 @@ def _place(plan: Plan, v: SSAValue, ready: dict[SSAValue, int]) -> Kernel:
     return kernel
 
 
+def _place_scalar_of_arguments(plan: Plan, v: SSAValue) -> Kernel | None:
+    """The first kernel (after the last op binding a symbol) of at most
+    SCALAR_HOST_POINTS static points, for a single value computed from the graph's
+    arguments alone (a check of a decode step's position): ready before any kernel
+    runs, it is best computed by the earliest, where every later kernel and library
+    call can read it (passes/fusion/scatter_stores.py folds a scatter only where its
+    positions are ready before the kernel storing it). None for any other node."""
+    if is_reduction(v.owner) or any(d != 1 for d in dims_of(v)):
+        return None
+    leaves: list[tuple[SSAValue, Index]] = []
+    zeros = tuple(sympy.Integer(0) for _ in dims_of(v))
+    for operand, idx in zip(v.owner.operands, operand_indices(v.owner, zeros)):
+        reads(operand, idx, plan.realized, leaves)
+    if not leaves or any(isinstance(value.owner, Operation) for value, _ in leaves):
+        return None
+    first = None
+    for item in plan.schedule:
+        if isinstance(item, Operation) and binds_symbols(item):
+            first = None
+        elif isinstance(item, Kernel) and first is None and _holds_a_single_value(item.domain):
+            first = item
+    if first is not None and debug_enabled():
+        log.debug("%s joins %s (%s): a single value of the graph's arguments, in the first kernel", describe_value(v),
+                  kernel_name(plan.schedule, first), domain_text(first.domain))
+    return first
+
+
+def _holds_a_single_value(domain: Domain) -> bool:
+    """Whether a kernel of `domain` may compute a single value at every point: it has
+    at least one point (an empty domain computes nothing) and at most
+    SCALAR_HOST_POINTS, all static."""
+    points = sympy.Mul(*[sym(d) for d in domain.full])
+    return bool(points.is_Integer) and 1 <= int(points) <= SCALAR_HOST_POINTS
+
+
 def _log_new_kernel(plan: Plan, v: SSAValue, kernel: Kernel, blocked: list[tuple[Kernel, str]]) -> None:
     name = kernel_name(plan.schedule, kernel)
     head = f"{describe_value(v)} starts {name} ({domain_text(kernel.domain)})"
@@ -654,25 +837,16 @@ def _misfit(plan: Plan, k: Kernel, v: SSAValue, own: Domain, ready: dict[SSAValu
     else a function saying in words what prevents it (called only for the log)."""
     if _alone(v) != any(_alone(n) for n in k.nodes) and k.nodes:
         return lambda: "a matrix product takes no epilogue, nor joins one, with epilogue_fusion off"
-    domain = _merged_domain(k, v, own)
+    domain = _merged_domain(k, v, own, plan.realized)
     if domain is None:
         return lambda: f"it runs over {domain_text(k.domain)}, the node over {domain_text(own)}"
-    index = domain.index_for(dims_of(v)) if not is_reduction(v.owner) else domain.kept_index()
+    index = domain.reduction_index(own) if is_reduction(v.owner) else domain.index_for(dims_of(v))
     if index is None:
         return lambda: f"its shape {dims_text(dims_of(v))} is not a row or a per-row value of {domain_text(domain)}"
     # What v reads: from k at the index k computes it, else ready before k runs.
-    op = v.owner
-    leaves: list[tuple[SSAValue, Index]] = []
-    if is_reduction(op):
-        reads(op.x, domain.full_index(), plan.realized, leaves)
-    else:
-        for operand, idx in zip(op.operands, operand_indices(op, index)):
-            reads(operand, idx, plan.realized, leaves)
-    for value, idx in leaves:
+    for value, idx in node_reads(v, domain, plan.realized):
         if plan.kernel_of.get(value) is k:
-            natural = domain.index_for(dims_of(value))
-            if is_reduction(value.owner):
-                natural = domain.kept_index()
+            natural = node_index(domain, value)
             if natural is None or not same_index(idx, natural):
                 return lambda value=value: (
                     f"it reads {describe_value(value)}, which the kernel computes, at another "
@@ -689,16 +863,24 @@ def _alone(v: SSAValue) -> bool:
     return NO_EPILOGUE_ATTR in v.owner.attributes
 
 
-def _merged_domain(k: Kernel, v: SSAValue, own: Domain) -> Domain | None:
+def _merged_domain(k: Kernel, v: SSAValue, own: Domain, realized: set[SSAValue]) -> Domain | None:
     """The domain of k with node v added, or None if they cannot share one."""
     d = k.domain
     if is_reduction(v.owner):
         if d.reduced:
-            return d if same_shape(d.full, own.full) and d.reduced == own.reduced else None
+            if same_shape(d.full, own.full) and d.reduced == own.reduced:
+                return d
+            # k computes single values that v's sums read (a norm's sum of squares, read
+            # by the product of the normalized row): each point of v's domain computes them
+            if k.nodes and all(is_scalar_reduction(n) and own.reduction_index(node_domain(n)) is not None for n in k.nodes):
+                read = {value for value, _ in node_reads(v, own, realized)}
+                if all(n in read for n in k.nodes):
+                    return own
+            return None
         # k is pointwise so far: its nodes must be rows or per-row values of v's domain
         # (each of them: a node may be coarser than k's domain, see below).
         if (same_shape(d.full, own.full) or same_shape(d.full, own.kept)) and all(
-            own.index_for(dims_of(n)) is not None for n in k.nodes
+            node_index(own, n) is not None for n in k.nodes
         ):
             return own
         return None
@@ -708,6 +890,6 @@ def _merged_domain(k: Kernel, v: SSAValue, own: Domain) -> Domain | None:
     # node the kernel has fits it (at affine indices, merged_index).
     if not d.reduced:
         finer = Domain(dims_of(v))
-        if all(finer.index_for(dims_of(n)) is not None for n in k.nodes):
+        if all(node_index(finer, n) is not None for n in k.nodes):
             return finer
     return None

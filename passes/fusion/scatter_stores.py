@@ -38,7 +38,7 @@ from strata.dialects.prim_indexing import CheckIndexOp, ScatterOp
 from strata.dialects.types import numel, sym
 from strata.passes.fusion.decisions import debug_enabled, describe_value, log
 from strata.passes.fusion.indexing import Index, equal, reshape_index
-from strata.passes.fusion.plan import VIEW_OPS, Kernel, Plan, dims_of, is_reduction, reads, same_index
+from strata.passes.fusion.plan import VIEW_OPS, Kernel, Plan, dims_of, node_index, reads, same_index
 
 
 def fold_scatters(plan: Plan) -> None:
@@ -196,7 +196,7 @@ def _fits(plan: Plan, k: Kernel, op: ScatterOp, index: Index, ready: dict[SSAVal
     extents = _extents(k)
     for value, idx in leaves:
         if plan.kernel_of.get(value) is k:
-            natural = k.domain.kept_index() if is_reduction(value.owner) else k.domain.index_for(dims_of(value))
+            natural = node_index(k.domain, value)
             if natural is None or not same_index(tuple(within(i, extents) for i in idx), natural):
                 return False
         elif isinstance(value, BlockArgument):

@@ -3,18 +3,23 @@
 // RUN: sed 's/"cuda"/"cpu"/' %s | strata-opt -p fuse | filecheck %s --check-prefix=CPU
 
 // A decode step's write of its new keys into the cache (`cache[:, :, pos] = k`): the
-// scatter of the rows k1 computes, at a checked position (k0), into the cache argument. k1
-// stores each element it computes at its position along dim 2, which it loads (a
-// data-dependent store, v0); its launch marks that output as updating the cache
-// operand (0), and no library call is left. On the CPU the scatter stays one.
+// scatter of the rows k0 computes, at a checked position, into the cache argument. The
+// check of the position (a single value of the graph's arguments) joins the same kernel,
+// which checks it where it loads it, and stores each element it computes at that
+// position along dim 2 (a data-dependent store, v0); its launch marks that output as
+// updating the cache operand (0), and no library call is left. On the CPU the scatter
+// stays one.
 // CHECK:       strata-opt: values agree on inputs seed=2
-// CHECK:       kernel.func @k1 attributes {pointwise = [1 : i64, 1 : i64, 2 : i64, 4 : i64]
-// CHECK-NEXT:  ^bb0(%[[CACHE:.*]]: !kernel.buffer<f32>, %[[K:.*]]: !kernel.buffer<f32>, %[[POS:.*]]: !kernel.buffer<i64>, %[[OUT:.*]]: !kernel.buffer<f32>):
+// CHECK:       kernel.func @k0 attributes {pointwise = [1 : i64, 1 : i64, 2 : i64, 4 : i64]
+// CHECK-NEXT:  ^bb0(%[[CACHE:.*]]: !kernel.buffer<f32>, %[[POS:.*]]: !kernel.buffer<i64>, %[[K:.*]]: !kernel.buffer<f32>, %[[OUT:.*]]: !kernel.buffer<f32>):
+// CHECK-NEXT:    %[[LOADED:.*]] = kernel.load %[[POS]]["0"] : !kernel.buffer<i64> -> i64
+// CHECK:         %[[P:.*]] = prim.check_index %[[LOADED]]
 // CHECK:         %[[X:.*]] = prim.mul
-// CHECK:         %[[P:.*]] = kernel.load %[[POS]]["0"] : !kernel.buffer<i64> -> i64
 // CHECK-NEXT:    kernel.store %[[X]], %[[OUT]]["4*v0 + 48*x2 + x3"] (%[[P]] : i64) : f32, !kernel.buffer<f32>
+// CHECK-NEXT:  }
 // CHECK:       kernel.program @graph
-// CHECK:         kernel.launch @k1(%{{.*}}, %{{.*}}, %{{.*}}) {strata.updates = [0 : i64]}
+// CHECK:         kernel.launch @k0(%{{.*}}, %{{.*}}, %{{.*}}) {strata.updates = [0 : i64]}
+// CHECK-NOT:     kernel.launch
 // CHECK-NOT:     prim.scatter
 // TRITON:      strata-opt: triton kernels agree with the kernel interpreter
 // CPU:         prim.scatter
