@@ -461,26 +461,32 @@ def _recomputed_product_sides(total: Operation) -> list[SSAValue]:
 def _scaled_row_of_products(v: SSAValue, realized: set[SSAValue]) -> bool:
     """Whether v, a row computed from loads and single-value reductions over the same
     extent as the products it is a side of (a norm's x · rsqrt(mean(x²) + eps) · w
-    read by a decode step's matrix-vector products), is better recomputed in each
-    product's kernel than written by a kernel of its own. Each program of the product
-    reads the whole row anyway; recomputing it reads the unnormalized row and the
-    weight instead (bytes of the row's length, not the product's), and the sum of
-    squares joins the product's kernel (Domain.reduction_index), so the norm's kernel
-    and its launch go away. Only where every reader of v is such a side."""
+    read by a decode step's gate and up products), is better recomputed in the
+    products' kernel than written by a kernel of its own: the sum of squares joins
+    that kernel (Domain.reduction_index), so the norm's kernel and its launch go away.
+    The price is per program of the products' kernel (one output row each, in a
+    decode step's tiles): a second pass over the row, and the row and the weight read
+    in place of the normalized bf16 row, three times its bytes. Only where at least two
+    products of one shape, which share a kernel and so each program's recomputed row,
+    are its only readers: measured on an H200 (docs/performance-history.md), the gate
+    and up kernel took 0.6 µs longer and saved the norm's kernel of 1.3 µs and its
+    launch; q's kernel alone took 2.9 µs longer."""
     if not isinstance(v.type, TensorType) or v in realized:
         return False
     reads = readers(v)
-    if not reads:
+    if len(reads) < 2:
         return False
-    extents: set[tuple[Dim, ...]] = set()
+    domains: set[tuple[tuple[Dim, ...], tuple[int, ...]]] = set()
     for r in reads:
         total = _sum_of_products_reading(r)
         if total is None:
             return False
-        extents.add(tuple(node_domain(total.results[0]).reduction_dims))
-    if len(extents) != 1:
-        return False
-    (extent,) = extents
+        domain = node_domain(total.results[0])
+        domains.add((tuple(domain.full), tuple(domain.reduced)))
+    if len(domains) != 1:
+        return False  # products of other shapes: each kernel would recompute the row
+    ((full, reduced),) = domains
+    extent = tuple(full[i] for i in reduced)
     scalars = _scalar_reductions_under(v, realized)
     return bool(scalars) and all(same_shape(tuple(node_domain(s).reduction_dims), extent) for s in scalars)
 
