@@ -1,5 +1,6 @@
 """A norm read by matrix-vector products is recomputed in the products' kernels
-(passes/fusion/plan.py `_scaled_row_of_products`, `Domain.reduction_index`): the
+(passes/fusion/plan.py `_scaled_row_of_products`, passes/fusion/domain.py
+`Domain.reduction_index`): the
 property that the fused program computes the graph's values, that the Triton kernels
 compute the kernel interpreter's, and that no kernel runs the norm on its own."""
 
