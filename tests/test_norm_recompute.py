@@ -1,8 +1,8 @@
-"""A norm read by matrix-vector products is recomputed in the products' kernels
+"""A norm read by matrix-vector products of one shape is recomputed in their kernel
 (passes/fusion/plan.py `_scaled_row_of_products`, passes/fusion/domain.py
-`Domain.reduction_index`): the
-property that the fused program computes the graph's values, that the Triton kernels
-compute the kernel interpreter's, and that no kernel runs the norm on its own."""
+`Domain.reduction_index`): the property that the fused program computes the graph's
+values, that the Triton kernels compute the kernel interpreter's, and that no kernel
+runs the norm on its own."""
 
 from __future__ import annotations
 
