@@ -282,24 +282,33 @@ def _recomputed_by_readers(v: SSAValue, reads: list[Operation], realized: set[SS
     return (uses - 1) * _itemsize(source) <= (uses + 1) * _itemsize(v)
 
 
-def _loads_only(v: SSAValue, realized: set[SSAValue]) -> bool:
-    """Whether v is elementwise ops, conversions and views down to realized values
-    (or graph inputs): what a kernel can compute at a position it reads from another
-    tensor, where each leaf becomes a data-dependent load (no iota, no nested gather,
-    no random draw, which would need the position as an index expression)."""
+def _inline_leaves(v: SSAValue, realized: set[SSAValue]) -> list[SSAValue] | None:
+    """What computing v inline reads: realized values, graph arguments and results of
+    ops that are not inline, found through elementwise ops, conversions, views and
+    fulls; None where v's computation has any other op (an iota, a gather, a random
+    draw, which need the position as an index expression)."""
+    leaves: list[SSAValue] = []
     stack, seen = [v], set()
     while stack:
         x = stack.pop()
-        if x in seen or x in realized:
+        if x in seen:
             continue
         seen.add(x)
         op = x.owner
-        if not isinstance(op, Operation) or not is_inline(op):
+        if x in realized or not isinstance(op, Operation) or not is_inline(op):
+            leaves.append(x)
             continue
         if not isinstance(op, VIEW_OPS + (prim.ElementwiseOp, prim.WhereOp, prim.ConvertElementTypeOp, prim.FullOp)):
-            return False
+            return None
         stack.extend(op.operands)
-    return True
+    return leaves
+
+
+def _loads_only(v: SSAValue, realized: set[SSAValue]) -> bool:
+    """Whether v is elementwise ops, conversions and views down to realized values
+    (or graph inputs): what a kernel can compute at a position it reads from another
+    tensor, where each leaf becomes a data-dependent load."""
+    return _inline_leaves(v, realized) is not None
 
 
 def _unfused_product_operands(total: Operation) -> list[SSAValue]:
@@ -390,7 +399,8 @@ def _scaled_row_of_products(v: SSAValue, realized: set[SSAValue]) -> bool:
         return False  # products of other shapes: each kernel would recompute the row
     ((full, reduced),) = domains
     extent = tuple(full[i] for i in reduced)
-    scalars = _scalar_reductions_under(v, realized)
+    leaves = _inline_leaves(v, realized)
+    scalars = [x for x in leaves or () if is_scalar_reduction(x)]
     return bool(scalars) and all(same_shape(tuple(node_domain(s).reduction_dims), extent) for s in scalars)
 
 
@@ -410,32 +420,6 @@ def _only_user(op: Operation) -> Operation | None:
     """The one op reading op's result, if exactly one reads it."""
     uses = list(op.results[0].uses)
     return uses[0].operation if len(uses) == 1 else None
-
-
-def _scalar_reductions_under(v: SSAValue, realized: set[SSAValue]) -> list[SSAValue] | None:
-    """The single-value reductions v's inline computation reads (down to realized
-    values and graph arguments), or an empty list where it does something a product's
-    side should not recompute (a gather, a random draw, a reduction of more values)."""
-    found: list[SSAValue] = []
-    stack, seen = [v], set()
-    while stack:
-        x = stack.pop()
-        if x in seen:
-            continue
-        seen.add(x)
-        op = x.owner
-        if not isinstance(op, Operation):
-            continue  # a graph argument: loaded
-        if is_reduction(op):
-            if is_scalar_reduction(x):
-                found.append(x)
-            continue  # loaded, or joins the product's kernel
-        if x in realized and x is not v or is_extern(op):
-            continue  # loaded
-        if not isinstance(op, VIEW_OPS + (prim.ElementwiseOp, prim.WhereOp, prim.ConvertElementTypeOp, prim.FullOp)):
-            return []
-        stack.extend(op.operands)
-    return found
 
 
 def _plain(v: SSAValue, width: int) -> bool:
@@ -749,8 +733,8 @@ def _misfit(plan: Plan, k: Kernel, v: SSAValue, own: Domain, ready: dict[SSAValu
     domain = _merged_domain(k, v, own, plan.realized)
     if domain is None:
         return lambda: f"it runs over {domain_text(k.domain)}, the node over {domain_text(own)}"
-    index = domain.reduction_index(own) if is_reduction(v.owner) else domain.index_for(dims_of(v))
-    if index is None:
+    placed = domain.reduction_index(own) if is_reduction(v.owner) else domain.index_for(dims_of(v))
+    if placed is None:
         return lambda: f"its shape {dims_text(dims_of(v))} is not a row or a per-row value of {domain_text(domain)}"
     # What v reads: from k at the index k computes it, else ready before k runs.
     for value, idx in node_reads(v, domain, plan.realized):

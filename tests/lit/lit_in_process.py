@@ -60,7 +60,7 @@ class InProcessShTest(lit.formats.ShTest):
         for line in script:
             pipeline = _plain_pipeline(line)
             if pipeline is None:
-                out, err, code, timeout_info, *_ = lit.TestRunner.executeScriptInternal(
+                out, err, code, *_ = lit.TestRunner.executeScriptInternal(
                     test, litConfig, tmp_base, [line], exec_dir
                 )
                 log.append(out + err)
