@@ -192,7 +192,7 @@ def decode_part(base: Llama, args, device: str, floor_tps: float, log) -> dict:
             tokens, seconds, _ = d.generate(prompt, args.tokens)
             samples[kind].append((args.tokens - 1) / seconds)
             sequences[kind] = tokens
-    result = {"tokens_per_s": {k: statistics.median(v) for k, v in samples.items()}, "floor_tokens_per_s": floor_tps,
+    result = {"tokens_per_s": {k: statistics.median(v) for k, v in samples.items()}, "samples": samples, "floor_tokens_per_s": floor_tps,
               "fallbacks": {k: len(v) for k, v in fallbacks.items()}, "compile_s": first}
     if args.profile:
         for kind in args.profile.split(","):

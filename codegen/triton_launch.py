@@ -27,6 +27,7 @@ from typing import Any
 
 import torch
 
+from strata.codegen.triton_pdl import launch_options
 from strata.codegen.triton_static_launch import static_entry
 
 ENV_VAR = "STRATA_TRITON_DIRECT"
@@ -56,7 +57,7 @@ class CallSite:
 
     def __init__(self, fn: Any, **options: Any):
         self.fn = fn
-        self.options = options
+        self.options = options = launch_options(fn, options)
         jit = _jit_function_type()
         self.hooks = _hooks()
         self.direct = (

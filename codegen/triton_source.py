@@ -47,6 +47,7 @@ from strata.codegen.errors import CodegenError
 from strata.codegen.triton_bounds import check_lines
 from strata.codegen.triton_index import fits_int32, int_code, merged_index, run_code
 from strata.codegen.triton_launcher import LauncherSource, function_source, variant_of
+from strata.codegen import triton_pdl
 from strata.codegen.triton_math import helper_sources
 from strata.codegen.triton_scalar_ops import CONTRACTION_SAFE, FLOATS, LOW_PRECISION, ScalarOps, acc_dtype, tl_dtype
 from strata.codegen.triton_tiles import (
@@ -371,6 +372,8 @@ class KernelSource:
         for variant, name in names.items():
             args = self._kernel_args(variant, params[name])
             blocks = ["XBLOCK: tl.constexpr"] + (["RBLOCK: tl.constexpr"] if self.rdims else [])
+            if self.device == "cuda":
+                blocks.append(triton_pdl.PARAM_DECL)
             kernels.append(function_source(name, [*args, *blocks], bodies[name], "@triton.jit"))
         header = [
             f"# strata kernel {self.func.sym_name.data}",
@@ -380,6 +383,7 @@ class KernelSource:
         ]
         if self.device == "cuda":
             header.append("from triton.language.extra import libdevice")
+            header += triton_pdl.MODULE_LINES
         if "split" in self.variants:
             header.append("import torch")
             header.append("from strata.runtime.allocation import fast_empty_strided")
@@ -454,6 +458,9 @@ class BodyEmitter:
     # ------------------------------------------------------------------ domain
     def _header(self) -> None:
         src = self.src
+        if src.device == "cuda":
+            for text in triton_pdl.BODY_LINES:
+                self.line(text)
         for numel, dims in (("xnumel", src.xnumel), ("rnumel", src.rnumel if self.reduction else None)):
             if dims is not None and not dims.free_symbols:
                 self.line(f"{numel} = {int(dims)}")

@@ -10,6 +10,11 @@ tl.sum / tl.max, which are jitted once, in the mode triton was imported in.
 import triton
 import triton.language as tl
 
+try:  # grid dependency control: codegen/triton_pdl.py says when PDL is on
+    from triton.language.extra.cuda import gdc_launch_dependents, gdc_wait
+except ImportError:  # a Triton without it: PDL stays off
+    gdc_launch_dependents = gdc_wait = None
+
 
 @triton.jit
 def _add(a, b):
@@ -27,7 +32,10 @@ def partial(q, k, v, mask, part_o, part_ml,
              sm_b, sm_h, sm_m, sm_s,
              H, GROUP, M, S, E, chunk, SPLITS,
              SCALE: tl.constexpr, MASK: tl.constexpr, DOT_F32: tl.constexpr, BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr,
-             BLOCK_E: tl.constexpr):
+             BLOCK_E: tl.constexpr, PDL: tl.constexpr = False):
+    if PDL:  # launched while the previous kernel runs: wait for it first
+        gdc_launch_dependents()
+        gdc_wait()
     bh = tl.program_id(0)
     split = tl.program_id(1)
     b = bh // H
@@ -85,7 +93,10 @@ def partial(q, k, v, mask, part_o, part_ml,
 
 @triton.jit
 def combine(part_o, part_ml, out, so_b, so_h, so_m, so_e, H, M, E, SPLITS,
-             BLOCK_M: tl.constexpr, BLOCK_S: tl.constexpr, BLOCK_E: tl.constexpr):
+             BLOCK_M: tl.constexpr, BLOCK_S: tl.constexpr, BLOCK_E: tl.constexpr, PDL: tl.constexpr = False):
+    if PDL:
+        gdc_launch_dependents()
+        gdc_wait()
     bh = tl.program_id(0)
     row = tl.program_id(1)
     b = bh // H

@@ -1,0 +1,111 @@
+"""Programmatic dependent launch (codegen/triton_pdl.py): every program of a generated
+CUDA kernel waits for the previous kernel before anything else, and only a kernel that
+does is launched with PDL, only where the GPU and Triton support it."""
+
+from __future__ import annotations
+
+import ast
+
+import pytest
+
+from strata.codegen import triton_pdl
+from strata.codegen.triton_source import KernelSource
+from tests.test_codegen_triton import SOFTMAX, kernel_func, load, prim, reduce, store
+from tests.test_triton_launch import FakeJIT, FakeParam, _fake_site
+
+
+def _pointwise():
+    body = "\n".join([load("a", "in0", "x0", "f32"), prim("e", "exp", ["a"], "f32"), store("e", "out0", "x0", "f32")])
+    return kernel_func(body, ["f32", "f32"], 1, "1000")
+
+
+def _row_sum(rows: int, cols: int):
+    body = "\n".join([load("a", "in0", f"{cols}*x0 + r0", "f32"), reduce("s", "sum", "a", "f32"), store("s", "out0", "x0", "f32")])
+    return kernel_func(body, ["f32", "f32"], 1, str(rows), str(cols))
+
+
+KERNELS = {
+    "pointwise": _pointwise,
+    "persistent rows": lambda: _row_sum(64, 1000),
+    "split rows": lambda: _row_sum(2, 1 << 20),
+    "looped rows": lambda: kernel_func(SOFTMAX.replace("x0*s1", "20000*x0"), ["f32", "f32"], 1, "3", "20000"),
+}
+
+
+def _kernels(source: str) -> list[ast.FunctionDef]:
+    tree = ast.parse(source)
+    return [f for f in tree.body if isinstance(f, ast.FunctionDef) and not f.name.startswith("_")  # not a helper
+            and any(ast.unparse(d) == "triton.jit" for d in f.decorator_list)]
+
+
+@pytest.mark.parametrize("kind", sorted(KERNELS))
+def test_every_cuda_kernel_waits_before_it_touches_memory(kind):
+    kernels = _kernels(KernelSource(KERNELS[kind](), "cuda").module())
+    assert kernels
+    if kind == "split rows":
+        assert len(kernels) == 2  # the partials and their combining kernel
+    for fn in kernels:
+        last = fn.args.args[-1]
+        assert last.arg == triton_pdl.PARAM and ast.unparse(last.annotation) == "tl.constexpr"
+        assert ast.unparse(fn.args.defaults[-1]) == "False"
+        first = fn.body[0]  # nothing before it: no load, no store, no index
+        assert isinstance(first, ast.If) and ast.unparse(first.test) == triton_pdl.PARAM
+        assert [ast.unparse(s) for s in first.body] == ["gdc_launch_dependents()", "gdc_wait()"]
+        assert not first.orelse
+
+
+@pytest.mark.parametrize("kind", sorted(KERNELS))
+def test_interpreted_kernels_have_no_dependent_launch(kind):
+    source = KernelSource(KERNELS[kind](), "cpu").module()
+    assert "gdc_" not in source and triton_pdl.PARAM not in source
+
+
+def test_call_site_turns_pdl_on_only_for_a_kernel_that_waits(monkeypatch):
+    monkeypatch.setattr(triton_pdl, "_current_gpu_supports", lambda: True)
+    fn, site = _fake_site(monkeypatch)
+    assert "launch_pdl" not in site.options and triton_pdl.PARAM not in site.options  # FakeJIT takes no PDL
+
+    class WaitingJIT(FakeJIT):
+        params = [*FakeJIT.params, FakeParam(triton_pdl.PARAM, True)]
+
+    from strata.codegen import triton_launch
+
+    waiting = triton_launch.CallSite(WaitingJIT(), XBLOCK=128, num_warps=4)
+    assert waiting.options == {"XBLOCK": 128, "num_warps": 4, "PDL": True, "launch_pdl": True}
+    assert waiting.constants == (128, True)  # XBLOCK, then PDL: the kernel's constexprs
+
+
+def test_call_site_keeps_pdl_off_where_the_gpu_cannot(monkeypatch):
+    monkeypatch.setattr(triton_pdl, "_current_gpu_supports", lambda: False)
+
+    class WaitingJIT(FakeJIT):
+        params = [*FakeJIT.params, FakeParam(triton_pdl.PARAM, True)]
+
+    options = triton_pdl.launch_options(WaitingJIT(), {"XBLOCK": 64})
+    assert options == {"XBLOCK": 64, "PDL": False}
+
+
+def test_pdl_off_by_environment_and_without_cuda(monkeypatch):
+    triton_pdl.supported.cache_clear()
+    monkeypatch.setenv(triton_pdl.ENV_VAR, "0")
+    assert not triton_pdl.supported(0)
+    triton_pdl.supported.cache_clear()
+    monkeypatch.delenv(triton_pdl.ENV_VAR)
+    import torch
+
+    if not torch.cuda.is_available():
+        assert not triton_pdl._current_gpu_supports()
+    triton_pdl.supported.cache_clear()
+
+
+def test_decode_attention_kernels_wait_first():
+    import inspect
+
+    from strata.runtime import decode_attention_kernels
+
+    for name in ("partial", "combine"):
+        fn = getattr(decode_attention_kernels, name)
+        assert [p.name for p in fn.params][-1] == triton_pdl.PARAM
+        body = ast.parse(inspect.getsource(fn.fn)).body[0].body
+        assert ast.unparse(body[0].test) == triton_pdl.PARAM
+        assert [ast.unparse(s) for s in body[0].body] == ["gdc_launch_dependents()", "gdc_wait()"]
