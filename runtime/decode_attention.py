@@ -12,6 +12,12 @@ copied G times. Here the keys are split instead ("split-K", as flash-decoding do
   2. `_combine`: one program per (batch, head, row) rescales the splits' partial
      results to their common max and divides by the total sum.
 
+Where a mask is given, each program first finds the span of keys of its slice that the
+mask leaves in any row and reads K and V only from that span's first block on: a static
+KV cache's mask leaves the positions written so far, so the splits beyond them read no
+K or V (a masked key adds exp(-inf) = 0 to a row, so the result is the same; NaN in
+never-written cache memory stays out of it too).
+
 Scores are `q·k * scale` in f32 (tl.dot accumulates in f32, 16-bit operands multiply
 exactly), the probabilities go to the second product in the value's type, as the fused
 kernels do. A boolean mask keeps a key where it is true; a float mask is added. A row

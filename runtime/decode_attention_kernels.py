@@ -27,6 +27,11 @@ def _maximum(a, b):
 
 
 @triton.jit
+def _minimum(a, b):
+    return tl.minimum(a, b)
+
+
+@triton.jit
 def partial(q, k, v, mask, part_o, part_ml,
              sq_b, sq_h, sq_m, sq_e, sk_b, sk_h, sk_s, sk_e, sv_b, sv_h, sv_s, sv_e,
              sm_b, sm_h, sm_m, sm_s,
@@ -54,6 +59,27 @@ def partial(q, k, v, mask, part_o, part_ml,
     acc = tl.full([BLOCK_M, BLOCK_E], 0.0, tl.float32)
     start = split * chunk
     end = tl.minimum(start + chunk, S)
+    if MASK != 0:
+        # Only the keys from the first to the last one the mask leaves (in any row) are
+        # read: the rest add nothing (exp(-inf) is 0). A static cache's mask leaves the
+        # positions written so far, so most splits of a long cache read no K or V.
+        lo = end
+        hi = start
+        for n0 in range(start, end, BLOCK_N):
+            rn = n0 + tl.arange(0, BLOCK_N)
+            inside = row_ok[:, None] & (rn < end)[None, :]
+            if MASK == 1:
+                live = tl.load(mask + b * sm_b + h * sm_h + rm[:, None] * sm_m + rn[None, :] * sm_s, mask=inside, other=0) != 0
+            else:
+                live = tl.load(mask + b * sm_b + h * sm_h + rm[:, None] * sm_m + rn[None, :] * sm_s, mask=inside,
+                               other=float("-inf")).to(tl.float32) != float("-inf")
+            live = live & inside
+            first = tl.reduce(tl.reduce(tl.where(live, rn[None, :], end), 1, _minimum), 0, _minimum)
+            last = tl.reduce(tl.reduce(tl.where(live, rn[None, :] + 1, start), 1, _maximum), 0, _maximum)
+            lo = tl.minimum(lo, first)
+            hi = tl.maximum(hi, last)
+        start = start + (lo - start) // BLOCK_N * BLOCK_N  # blocks stay aligned
+        end = hi
     for n0 in range(start, end, BLOCK_N):
         rn = n0 + tl.arange(0, BLOCK_N)
         n_ok = rn < end

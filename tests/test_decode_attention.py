@@ -14,7 +14,7 @@ from strata.codegen.triton_gpu import _interpreting
 from strata.dialects.context import parse_module
 from strata.dialects.prim_attention import ScaledDotProductAttentionOp
 from strata.runtime import decode_attention_choice
-from strata.runtime.decode_attention import applies, decode_attention
+from strata.runtime.decode_attention import BLOCK_N, applies, decode_attention
 
 TOLERANCE = {torch.float32: dict(rtol=1e-5, atol=1e-5), torch.bfloat16: dict(rtol=1.6e-2, atol=1e-2),
              torch.float16: dict(rtol=2e-3, atol=2e-3)}
@@ -63,6 +63,40 @@ def test_a_row_with_every_key_masked_is_zero_as_in_eager():
     got = _run(q, k, v, mask)
     torch.testing.assert_close(got, _eager(q, k, v, mask), **TOLERANCE[torch.float32])
     assert torch.equal(got[:, :, 1], torch.zeros_like(got[:, :, 1]))
+
+
+@pytest.mark.parametrize("additive", [False, True])
+@pytest.mark.parametrize("ranges", [
+    [(0, 1), (0, 1)],          # a cache's first position only
+    [(0, 63), (0, 64)],        # the written prefix ends at, and just before, a block
+    [(0, 65), (0, 200)],       # rows of different lengths: their union is read
+    [(100, 300), (250, 500)],  # sliding windows: keys before the first live one too
+    [(0, 700), (640, 641)],    # every key, and one in the last split
+    [(0, 0), (0, 0)],          # none
+])
+def test_only_the_keys_a_mask_leaves_are_read(ranges, additive):
+    """A static cache: the mask leaves each row a range of positions (with holes). K
+    and V outside the span of every row's range are NaN, as unwritten memory may be:
+    read, they would reach the result through p·v (0 · NaN), so a finite result equal
+    to eager's over zeros shows that the kernel skips them (eight splits of 128 keys)."""
+    g = torch.Generator().manual_seed(len(ranges) + ranges[0][1])
+    q, k, v = torch.randn(1, 2, 2, 32, generator=g), torch.randn(1, 1, 700, 32, generator=g), torch.randn(1, 1, 700, 32, generator=g)
+    keep = torch.zeros(1, 1, 2, 700, dtype=torch.bool)
+    for row, (a, b) in enumerate(ranges):
+        keep[0, 0, row, a:b] = True
+    keep[..., 40::7] = False  # holes: masked keys inside the span stay masked
+    outside = torch.ones(700, dtype=torch.bool)
+    first = min(a for a, _ in ranges)
+    outside[first - first % BLOCK_N:max(b for _, b in ranges)] = False  # blocks are read whole from the first on
+    clean_k, clean_v = k.clone(), v.clone()
+    k[0, 0, outside], v[0, 0, outside] = float("nan"), float("nan")
+    clean_k[0, 0, outside], clean_v[0, 0, outside] = 0.0, 0.0
+    mask = torch.zeros(keep.shape).masked_fill(~keep, float("-inf")) + torch.rand(keep.shape, generator=g) if additive else keep
+    got = _run(q, k, v, mask)
+    want = _eager(q, clean_k, clean_v, mask)
+    want = torch.where(keep.any(-1, keepdim=True).expand_as(want), want, 0.0)  # a row with no key left is 0
+    assert not got.isnan().any()
+    torch.testing.assert_close(got, want, **TOLERANCE[torch.float32])
 
 
 def test_strided_operands_a_slice_of_a_cache():
