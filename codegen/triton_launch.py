@@ -57,6 +57,7 @@ class CallSite:
 
     def __init__(self, fn: Any, **options: Any):
         self.fn = fn
+        self.given_options = options  # as the launcher wrote them (what a package keys on)
         self.options = options = launch_options(fn, options)
         jit = _jit_function_type()
         self.hooks = _hooks()
@@ -128,13 +129,18 @@ class CallSite:
         def launch(buffers: list) -> None:
             entry = entries.get(tuple([b.data_ptr() % 16 == 0 for b in buffers]) + ikey)
             enter, exit_ = hooks.launch_enter_hook, hooks.launch_exit_hook
-            if (entry is None or len(entry) != 8 or (enter is not None and getattr(enter, "calls", _BUSY))
+            if (entry is None or (enter is not None and getattr(enter, "calls", _BUSY))
                     or (exit_ is not None and getattr(exit_, "calls", _BUSY))):
                 self(grid, *buffers, *ints)
                 return
-            run, function, warps, shared, types, pick, extra, _ = entry
-            args = (*buffers, *ints)
             try:
+                if len(entry) == 3:  # Triton's launcher (a kernel with launch attributes: PDL)
+                    run, function, metadata = entry
+                    run(gx, gy, gz, self.stream(self.device()), function, metadata, None, None, None,
+                        *buffers, *ints, *self.constants)
+                    return
+                run, function, warps, shared, types, pick, extra, _ = entry
+                args = (*buffers, *ints)
                 run(function, gx, gy, gz, warps, shared, types, (args if pick is None else pick(args)) + extra,
                     self.stream(self.device()))
             except RuntimeError as e:

@@ -462,7 +462,9 @@ def _seen(module: Any) -> dict[tuple[str, tuple], set[tuple[bool, ...]]]:
         if isinstance(value, DirectLauncher):
             sites = [((value.fn.__name__, key), site) for key, site in value.sites.items()]
         elif isinstance(value, CallSite):
-            sites = [((value.fn.__name__, tuple(value.options.items())), value)]
+            # the options as the launcher's text gives them: a packaged kernel launches
+            # without PDL (triton_pdl), through torch's static launcher
+            sites = [((value.fn.__name__, tuple(value.given_options.items())), value)]
         else:
             continue
         for key, site in sites:

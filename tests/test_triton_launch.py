@@ -145,3 +145,16 @@ def test_a_bound_call_site_launches_as_the_site_would(monkeypatch):
     assert fn.log[-1][0] == "triton"
     monkeypatch.setattr(knobs.runtime.launch_enter_hook, "calls", [])
     assert site.bound((4,), (2.5,))([a, out]) is None and fn.log[-1][0] == "triton"  # a float: Triton's own path
+
+
+def test_a_bound_call_site_launches_through_triton_s_launcher_too(monkeypatch):
+    """A kernel torch's static launcher does not take (one launched with PDL,
+    codegen/triton_pdl.py) is launched by the bound function through Triton's own
+    launcher, with the kernel's constants last, as the site itself launches it."""
+    fn, site = _fake_site(monkeypatch)
+    a, out = torch.empty(64), torch.empty(64)
+    bound = site.bound((4, 2, 3), (64,))
+    bound([a, out])  # not loaded yet: the site compiles and launches it
+    bound([a, out])
+    assert [e[0] for e in fn.log] == ["warmup", "direct", "direct"]
+    assert fn.log[1] == fn.log[2] == ("direct", (4, 2, 3, "stream", "function", "metadata", None, None, None, a, out, 64, 128))

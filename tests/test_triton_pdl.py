@@ -60,14 +60,17 @@ def test_interpreted_kernels_have_no_dependent_launch(kind):
     assert "gdc_" not in source and triton_pdl.PARAM not in source
 
 
+class WaitingJIT(FakeJIT):
+    """A kernel that takes the PDL parameter, as generated ones do."""
+
+    __name__ = "k0"
+    params = [*FakeJIT.params, FakeParam(triton_pdl.PARAM, True)]
+
+
 def test_call_site_turns_pdl_on_only_for_a_kernel_that_waits(monkeypatch):
     monkeypatch.setattr(triton_pdl, "_current_gpu_supports", lambda: True)
     fn, site = _fake_site(monkeypatch)
     assert "launch_pdl" not in site.options and triton_pdl.PARAM not in site.options  # FakeJIT takes no PDL
-
-    class WaitingJIT(FakeJIT):
-        params = [*FakeJIT.params, FakeParam(triton_pdl.PARAM, True)]
-
     from strata.codegen import triton_launch
 
     waiting = triton_launch.CallSite(WaitingJIT(), XBLOCK=128, num_warps=4)
@@ -77,12 +80,25 @@ def test_call_site_turns_pdl_on_only_for_a_kernel_that_waits(monkeypatch):
 
 def test_call_site_keeps_pdl_off_where_the_gpu_cannot(monkeypatch):
     monkeypatch.setattr(triton_pdl, "_current_gpu_supports", lambda: False)
-
-    class WaitingJIT(FakeJIT):
-        params = [*FakeJIT.params, FakeParam(triton_pdl.PARAM, True)]
-
     options = triton_pdl.launch_options(WaitingJIT(), {"XBLOCK": 64})
     assert options == {"XBLOCK": 64, "PDL": False}
+
+
+def test_a_package_keys_a_call_site_on_the_launcher_s_options(monkeypatch):
+    """A package compiles what its launcher text launches (no PDL: it runs through
+    torch's static launcher), so the patterns a packaging run saw are keyed on the
+    options the text gives, not on those PDL added."""
+    import types
+
+    from strata.codegen import triton_launch
+    from strata.runtime.package_triton import _seen
+
+    monkeypatch.setattr(triton_pdl, "_current_gpu_supports", lambda: True)
+    _fake_site(monkeypatch)
+    site = triton_launch.CallSite(WaitingJIT(), XBLOCK=128, num_warps=4)
+    assert site.options["launch_pdl"]
+    site.entries[(True, (False, True, True))] = ("compiled",)
+    assert _seen(types.SimpleNamespace(_site0=site)) == {("k0", (("XBLOCK", 128), ("num_warps", 4))): {(True, True)}}
 
 
 def test_pdl_off_by_environment_and_without_cuda(monkeypatch):
