@@ -43,11 +43,11 @@ import sympy
 from xdsl.dialects import arith
 from xdsl.ir import Operation, SSAValue
 
+from strata.codegen import triton_pdl
 from strata.codegen.errors import CodegenError
 from strata.codegen.triton_bounds import check_lines
 from strata.codegen.triton_index import fits_int32, int_code, merged_index, run_code
 from strata.codegen.triton_launcher import LauncherSource, function_source, variant_of
-from strata.codegen import triton_pdl
 from strata.codegen.triton_math import helper_sources
 from strata.codegen.triton_scalar_ops import CONTRACTION_SAFE, FLOATS, LOW_PRECISION, ScalarOps, acc_dtype, tl_dtype
 from strata.codegen.triton_tiles import (

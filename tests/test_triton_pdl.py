@@ -7,6 +7,7 @@ from __future__ import annotations
 import ast
 
 import pytest
+import torch
 
 from strata.codegen import triton_pdl
 from strata.codegen.triton_source import KernelSource
@@ -112,6 +113,39 @@ def test_pdl_off_by_environment_and_without_cuda(monkeypatch):
     if not torch.cuda.is_available():
         assert not triton_pdl._current_gpu_supports()
     triton_pdl.supported.cache_clear()
+
+
+HOPPER = torch.cuda.is_available() and torch.cuda.get_device_capability()[0] >= 9
+
+
+@pytest.mark.skipif(not HOPPER, reason="PDL needs a GPU of compute capability 9 or more")
+@pytest.mark.parametrize("kind", sorted(KERNELS))
+def test_on_a_hopper_gpu_kernels_launch_with_pdl_and_compute_the_same(kind, monkeypatch):
+    """It engages: each call site launches a kernel compiled with launch_pdl, and the
+    values are those of the same kernel launched without it."""
+    from strata.codegen.triton_gpu import compile_kernel
+    from strata.codegen.triton_launch import CallSite
+
+    func = KERNELS[kind]()
+    rows = {"pointwise": (1000,), "persistent rows": (64, 1000), "split rows": (2, 1 << 20), "looped rows": (3, 20000)}[kind]
+    x = torch.randn(*rows, device="cuda")
+    results = []
+    for pdl in ("1", "0"):
+        monkeypatch.setenv(triton_pdl.ENV_VAR, pdl)
+        triton_pdl.supported.cache_clear()
+        kernel = compile_kernel(func, "cuda")  # a module loaded afresh: its call sites made under this setting
+        out = torch.empty(rows[:1] if len(rows) == 2 and kind != "looped rows" else rows, device="cuda")
+        kernel.module.launch([x, out], [])
+        torch.cuda.synchronize()
+        sites = [v for v in vars(kernel.module).values() if isinstance(v, CallSite)]
+        assert sites and all(s.options.get("launch_pdl", False) == (pdl == "1") for s in sites)
+        if pdl == "1":
+            entries = [e for s in sites for e in s.entries.values() if e is not None]
+            # Triton's own launcher: torch's static one refuses a kernel with launch attributes
+            assert entries and all(len(e) == 3 for e in entries)
+        results.append(out)
+    triton_pdl.supported.cache_clear()
+    torch.testing.assert_close(results[0], results[1], rtol=0, atol=0)
 
 
 def test_decode_attention_kernels_wait_first():
