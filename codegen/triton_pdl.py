@@ -23,9 +23,11 @@ that has both. STRATA_PDL=0 turns it off.
 from __future__ import annotations
 
 import functools
+import logging
 import os
 from typing import Any
 
+log = logging.getLogger("strata.codegen")
 ENV_VAR = "STRATA_PDL"
 PARAM = "PDL"
 
@@ -50,18 +52,28 @@ PARAM_DECL = f"{PARAM}: tl.constexpr = False"
 def supported(device_index: int) -> bool:
     """Whether kernels on this GPU launch with PDL: capability 9+, a Triton with the
     instructions and the launch option, STRATA_PDL not 0."""
+    why = _why_not(device_index)
+    if why:
+        log.info("GPU %d: generated kernels launch without PDL (%s)", device_index, why)
+    else:
+        log.info("GPU %d: generated kernels launch with PDL (programmatic dependent launch)", device_index)
+    return why is None
+
+
+def _why_not(device_index: int) -> str | None:
     if os.environ.get(ENV_VAR, "1") == "0":
-        return False
+        return f"{ENV_VAR}=0"
     try:
         import torch
         from triton.backends.nvidia.compiler import CUDAOptions
         from triton.language.extra.cuda import gdc_wait  # noqa: F401
 
         if "launch_pdl" not in getattr(CUDAOptions, "__dataclass_fields__", {}):
-            return False
-        return torch.cuda.get_device_capability(device_index)[0] >= 9
-    except Exception:  # noqa: BLE001 - no CUDA, an older Triton: plain launches
-        return False
+            return "this Triton has no launch_pdl option"
+        capability = torch.cuda.get_device_capability(device_index)
+        return None if capability[0] >= 9 else f"compute capability {capability[0]}.{capability[1]}, PDL needs 9.0"
+    except Exception as e:  # noqa: BLE001 - no CUDA, an older Triton: plain launches
+        return f"{type(e).__name__}: {e}"
 
 
 def launch_options(fn: Any, options: dict) -> dict:

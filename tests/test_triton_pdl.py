@@ -102,10 +102,12 @@ def test_a_package_keys_a_call_site_on_the_launcher_s_options(monkeypatch):
     assert _seen(types.SimpleNamespace(_site0=site)) == {("k0", (("XBLOCK", 128), ("num_warps", 4))): {(True, True)}}
 
 
-def test_pdl_off_by_environment_and_without_cuda(monkeypatch):
+def test_pdl_off_by_environment_and_without_cuda(monkeypatch, caplog):
     triton_pdl.supported.cache_clear()
     monkeypatch.setenv(triton_pdl.ENV_VAR, "0")
-    assert not triton_pdl.supported(0)
+    with caplog.at_level("INFO", logger="strata.codegen"):
+        assert not triton_pdl.supported(0)
+    assert "launch without PDL (STRATA_PDL=0)" in caplog.text  # says so, and why
     triton_pdl.supported.cache_clear()
     monkeypatch.delenv(triton_pdl.ENV_VAR)
     import torch
