@@ -110,8 +110,6 @@ def test_pdl_off_by_environment_and_without_cuda(monkeypatch, caplog):
     assert "launch without PDL (STRATA_PDL=0)" in caplog.text  # says so, and why
     triton_pdl.supported.cache_clear()
     monkeypatch.delenv(triton_pdl.ENV_VAR)
-    import torch
-
     if not torch.cuda.is_available():
         assert not triton_pdl._current_gpu_supports()
     triton_pdl.supported.cache_clear()
