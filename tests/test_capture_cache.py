@@ -221,3 +221,25 @@ def test_graphs_of_one_code_traced_under_other_guards_are_not_confused(tmp_path,
     x = torch.arange(5.0)
     for k in (-2, 7, 1):
         torch.testing.assert_close(compiled(x, k), f(x, k))
+
+
+def test_a_graph_with_a_size_among_its_outputs_is_compiled_as_usual(monkeypatch):
+    """A captured graph that returns a SymInt (an int argument made dynamic, folded
+    through abs and min) besides its tensor: the program returns the tensor only, and
+    AOTAutograd's wrapper the size, so a hit, which skips the wrapper, gave Dynamo one
+    result where it indexes two (IndexError on the second process's call)."""
+    def f(x, k):
+        return x * 2, abs(min(abs(k), -1))
+
+    calls = [(torch.randn(3, 3), -3), (torch.randn(4, 4), 2), (torch.randn(4, 4), -3)]
+    tensors_only = capture_cache._outputs_are_tensors
+    asked = _recording(monkeypatch, capture_cache, "_outputs_are_tensors")
+    for _ in range(2):  # the second round compiles again, as a second process would
+        torch._dynamo.reset()
+        compiled = strata.compile(f)  # automatic dynamic: the second call makes k a SymInt
+        for x, k in calls:
+            got, want = compiled(x, k), f(x, k)
+            torch.testing.assert_close(got[0], want[0])
+            assert got[1] == want[1] == 1
+    # each round saw the graph with a size among its outputs, and stored none of it
+    assert sum(not tensors_only(gm) for gm in list(asked)) == 2

@@ -89,6 +89,8 @@ def key(gm: torch.fx.GraphModule, example_inputs: Sequence[Any], options: dict[s
     placeholders = [n for n in gm.graph.nodes if n.op == "placeholder"]
     if len(placeholders) != len(example_inputs):
         return None
+    if not _outputs_are_tensors(gm):
+        return None  # a size or number out: AOTAutograd's wrapper returns it, a hit would not
     seen = [n.meta.get("example_value", n.meta.get("val")) for n in placeholders]
     if any(v is None and isinstance(x, torch.Tensor) for v, x in zip(seen, example_inputs)):
         return None
@@ -115,6 +117,22 @@ def key(gm: torch.fx.GraphModule, example_inputs: Sequence[Any], options: dict[s
 
 
 _KNOWN_MODULES = ("torch", "_operator", "operator", "builtins", "math")
+
+
+def _outputs_are_tensors(gm: torch.fx.GraphModule) -> bool:
+    """Whether every output of the captured graph is a tensor. The stored program
+    returns its tensors only; a SymInt output (`abs(min(abs(k), -1))` of a dynamic int)
+    comes from AOTAutograd's wrapper, which a hit skips: Dynamo's code would then index
+    past the end of the results."""
+    for node in gm.graph.nodes:
+        if node.op != "output":
+            continue
+        outs = node.args[0] if isinstance(node.args[0], tuple | list) else (node.args[0],)
+        for out in outs:
+            value = out.meta.get("example_value", out.meta.get("val")) if isinstance(out, torch.fx.Node) else out
+            if not isinstance(value, torch.Tensor):
+                return False
+    return True
 
 
 def _known_target(target: Any) -> bool:
