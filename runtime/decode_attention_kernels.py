@@ -59,6 +59,7 @@ def partial(q, k, v, mask, part_o, part_ml,
     acc = tl.full([BLOCK_M, BLOCK_E], 0.0, tl.float32)
     start = split * chunk
     end = tl.minimum(start + chunk, S)
+    mask_rows = mask + b * sm_b + h * sm_h + rm[:, None] * sm_m  # this head's rows of the mask
     if MASK != 0:
         # Only the keys from the first to the last one the mask leaves (in any row) are
         # read: the rest add nothing (exp(-inf) is 0). A static cache's mask leaves the
@@ -69,10 +70,9 @@ def partial(q, k, v, mask, part_o, part_ml,
             rn = n0 + tl.arange(0, BLOCK_N)
             inside = row_ok[:, None] & (rn < end)[None, :]
             if MASK == 1:
-                live = tl.load(mask + b * sm_b + h * sm_h + rm[:, None] * sm_m + rn[None, :] * sm_s, mask=inside, other=0) != 0
+                live = tl.load(mask_rows + rn[None, :] * sm_s, mask=inside, other=0) != 0
             else:
-                live = tl.load(mask + b * sm_b + h * sm_h + rm[:, None] * sm_m + rn[None, :] * sm_s, mask=inside,
-                               other=float("-inf")).to(tl.float32) != float("-inf")
+                live = tl.load(mask_rows + rn[None, :] * sm_s, mask=inside, other=float("-inf")).to(tl.float32) != float("-inf")
             live = live & inside
             first = tl.reduce(tl.reduce(tl.where(live, rn[None, :], end), 1, _minimum), 0, _minimum)
             last = tl.reduce(tl.reduce(tl.where(live, rn[None, :] + 1, start), 1, _maximum), 0, _maximum)
@@ -90,11 +90,11 @@ def partial(q, k, v, mask, part_o, part_ml,
         else:
             s = tl.dot(qt, kt, out_dtype=tl.float32) * SCALE
         if MASK == 1:
-            keep = tl.load(mask + b * sm_b + h * sm_h + rm[:, None] * sm_m + rn[None, :] * sm_s,
+            keep = tl.load(mask_rows + rn[None, :] * sm_s,
                            mask=row_ok[:, None] & n_ok[None, :], other=0)
             s = tl.where(keep != 0, s, float("-inf"))
         if MASK == 2:
-            s += tl.load(mask + b * sm_b + h * sm_h + rm[:, None] * sm_m + rn[None, :] * sm_s,
+            s += tl.load(mask_rows + rn[None, :] * sm_s,
                          mask=row_ok[:, None] & n_ok[None, :], other=0).to(tl.float32)
         s = tl.where(n_ok[None, :], s, float("-inf"))
         m_new = tl.maximum(m_i, tl.reduce(s, 1, _maximum))
