@@ -33,6 +33,7 @@ from types import ModuleType
 import numpy
 import torch
 
+from strata.codegen import triton_interpreter_compat
 from strata.codegen.triton_autotune import Autotuner
 from strata.codegen.triton_bounds import as_index_error, interpreter_debug
 from strata.codegen.triton_launch import direct_launchers
@@ -147,6 +148,7 @@ def _load(path: Path, key: str, device: str) -> ModuleType:
 def _interpreting() -> Iterator[None]:
     """Triton's interpreter on, with device asserts (triton_bounds), and numpy quiet:
     masked-off lanes compute on garbage (0/0, log of 0) whose results are never stored."""
+    triton_interpreter_compat.install()
     old = os.environ.get("TRITON_INTERPRET")
     os.environ["TRITON_INTERPRET"] = "1"
     try:

@@ -67,6 +67,9 @@ def _kernels(interpret: bool, dtype: torch.dtype | None = None) -> tuple:
         else:
             os.environ["TRITON_INTERPRET"] = old
     if interpret:
+        from strata.codegen import triton_interpreter_compat
+
+        triton_interpreter_compat.install()
         return module.partial, module.combine
     from strata.codegen.triton_launch import DirectLauncher
 
