@@ -159,3 +159,31 @@ def test_decode_attention_kernels_wait_first():
         body = ast.parse(inspect.getsource(fn.fn)).body[0].body
         assert ast.unparse(body[0].test) == triton_pdl.PARAM
         assert [ast.unparse(s) for s in body[0].body] == ["gdc_launch_dependents()", "gdc_wait()"]
+
+
+@pytest.mark.skipif(not HOPPER, reason="PDL needs a GPU of compute capability 9 or more")
+def test_on_a_hopper_gpu_a_weight_rewritten_between_calls_is_read_fresh():
+    """Between two calls of a compiled decode-style product (a norm, then a product
+    with the weight), a compiled step of our own rewrites the weight in place. Both
+    launch with PDL; as every program waits before its first load, each call reads the
+    weight the step before it wrote, never an older one."""
+    import strata
+
+    torch.manual_seed(0)
+    w = torch.randn(4096, 1024, device="cuda", dtype=torch.bfloat16)
+    x = torch.randn(1, 4096, device="cuda", dtype=torch.bfloat16)
+
+    def product(x, w):
+        return torch.rms_norm(x.float(), (4096,)).to(x.dtype) @ w
+
+    def update(w, step):
+        w.mul_(-1).add_(step)
+
+    compiled_product = strata.compile(product, fullgraph=True)
+    compiled_update = strata.compile(update, fullgraph=True)
+    expected_w = w.clone()
+    for step in range(50):
+        compiled_update(w, 0.25)
+        update(expected_w, 0.25)
+        got = compiled_product(x, w)
+        torch.testing.assert_close(got, product(x, expected_w), rtol=2e-2, atol=2e-2)
