@@ -213,12 +213,37 @@ def decode_part(base: Llama, args, device: str, floor_tps: float, log) -> dict:
 
 
 def profile_table(fn, rows: int = 25) -> str:
-    """The GPU kernels `fn` runs, by total time."""
+    """The GPU kernels `fn` runs, by total time; then by the time each adds to the
+    stream (marginal_table)."""
+    import tempfile
+
     from torch.profiler import ProfilerActivity, profile
 
     with profile(activities=[ProfilerActivity.CPU, ProfilerActivity.CUDA]) as prof:
         fn()
-    return prof.key_averages().table(sort_by="cuda_time_total", row_limit=rows, max_name_column_width=70)
+    table = prof.key_averages().table(sort_by="cuda_time_total", row_limit=rows, max_name_column_width=70)
+    with tempfile.NamedTemporaryFile(suffix=".json") as f:
+        prof.export_chrome_trace(f.name)
+        trace = json.load(open(f.name))
+    return table + "\n" + marginal_table(trace.get("traceEvents", []), rows)
+
+
+def marginal_table(events: list[dict], rows: int = 25, idle_us: float = 50.0) -> str:
+    """Each kernel's marginal time: from the end of the kernel before it on the stream
+    to its own end. A kernel launched with PDL starts (and its profiled duration
+    begins) while its predecessor still runs, so durations count the waits; the ends
+    do not. A gap of more than `idle_us` (the host between steps) is not counted."""
+    kernels = sorted((e for e in events if e.get("cat") == "kernel" and "dur" in e), key=lambda e: e["ts"] + e["dur"])
+    added: dict[str, list[float]] = {}
+    for before, k in zip(kernels, kernels[1:]):
+        step = k["ts"] + k["dur"] - (before["ts"] + before["dur"])
+        if step <= idle_us + k["dur"] and k["ts"] >= before["ts"]:  # same step, same stream order
+            added.setdefault(k["name"][:60], []).append(step)
+    total = sum(sum(v) for v in added.values()) or 1.0
+    lines = [f"{'kernel':<60} {'count':>6} {'median µs':>10} {'total µs':>10} {'share':>6}"]
+    for name, v in sorted(added.items(), key=lambda kv: -sum(kv[1]))[:rows]:
+        lines.append(f"{name:<60} {len(v):>6} {statistics.median(v):>10.2f} {sum(v):>10.1f} {sum(v) / total:>6.1%}")
+    return "\n".join(lines)
 
 
 def prefill_part(base: Llama, args, device: str, log) -> dict:
