@@ -147,6 +147,10 @@ def encode(value: Any, kind: str) -> Attribute:
         from strata.dialects.types import from_torch_sympy
 
         return StringAttr(sympy.sstr(from_torch_sympy(value.node.expr)))
+    if isinstance(value, sympy.Expr) and not value.is_Number:  # over strata's symbols already
+        return StringAttr(sympy.sstr(value))
+    if isinstance(value, sympy.Integer):
+        value = int(value)
     if isinstance(value, bool):
         return IntegerAttr(int(value), IntegerType(1))
     if isinstance(value, int):

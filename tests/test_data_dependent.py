@@ -6,6 +6,7 @@ through Triton's interpreter. Without the flags Dynamo breaks the graph as befor
 from __future__ import annotations
 
 import math
+import operator
 import warnings
 
 import pytest
@@ -226,3 +227,71 @@ def test_without_the_flags_dynamo_breaks_the_graph():
             warnings.filterwarnings("error", message=".*runs eagerly.*")
             got = strata.compile(fn)(x)
     _same(got, fn(x))
+
+
+def test_floor_divisions_and_modulos_of_an_item_by_negative_ints_are_python_s():
+    """torch records `(v // 3) // -3` as `v // -9` (a fold exact for positive divisors
+    only): strata rebuilds the int from the graph's operators
+    (frontend/capture/int_expressions.py). Found by the differential fuzzer: for a sum
+    of 10 it returned -2, not -1."""
+    def fn(x):
+        v = x.sum().item()
+        return (v // 3) // -3, (v // -4) % -3, (v % -7) // 2, x + 1
+
+    g = strata.compile(fn, fullgraph=True)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")  # the ints may run as eager kernels; their values are the point
+        for total in (10, -10, 9, 17, 0, -1):
+            x = torch.tensor([total, 0])
+            assert g(x)[:3] == fn(x)[:3], total
+
+
+def test_int_expression_rebuilds_nested_floor_divisions():
+    import sympy
+    from torch.fx.experimental.proxy_tensor import make_fx
+
+    from strata.frontend.capture.int_expressions import int_expression
+
+    def fn(x):
+        v = x.sum().item()
+        return torch.full((1,), (v // 3) // -3)
+
+    gm = make_fx(fn, tracing_mode="symbolic")(torch.tensor([10, 0]))
+    node = next(n for n in gm.graph.nodes if n.target is operator.floordiv and n.args[1] == -3)
+    expr = int_expression(node)
+    (u,) = expr.free_symbols
+    assert expr.subs(u, 10) == -1 and expr.subs(u, 9) == -1 and expr.subs(u, -10) == 1
+    assert expr == sympy.floor(sympy.floor(u / 3) / -3)
+
+
+def test_a_size_from_a_floor_division_of_a_floor_division_by_a_negative_int_is_eager_s():
+    """The same fold in a size: torch records `(s // 3) // -3 + 10` as `s // -9 + 10`
+    (TorchInductor gives 8 elements for s = 10, eager 9). strata cannot rebuild a
+    tensor's size from the graph's operators, so the graph runs as torch runs it, and
+    says why."""
+    def fn(x):
+        n = (x.shape[0] // 3) // -3 + 10
+        return torch.arange(n, dtype=torch.float32) + x.sum()
+
+    g = strata.compile(fn, dynamic=True)
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        for size in (10, 11, 17):
+            x = torch.ones(size)
+            _same(g(x), fn(x))
+    assert any("not known to be positive" in str(w.message) for w in caught), [str(w.message) for w in caught]
+
+
+def test_an_int_the_graph_only_returns_does_not_make_it_run_eagerly():
+    from torch.fx.experimental.proxy_tensor import make_fx
+
+    from strata.frontend.capture.int_expressions import misrecorded
+
+    def returned(x):
+        return x + 1, (x.shape[0] // 3) // -3
+
+    def sized(x):
+        return torch.zeros((x.shape[0] // 3) // -3 + 10)
+
+    assert misrecorded(make_fx(returned, tracing_mode="symbolic")(torch.ones(10)).graph) is None
+    assert "not known to be positive" in misrecorded(make_fx(sized, tracing_mode="symbolic")(torch.ones(10)).graph)

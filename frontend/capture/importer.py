@@ -29,6 +29,7 @@ from strata.dialects import aten
 from strata.dialects.attributes import DEVICE_ATTR
 from strata.dialects.prim import dims_attr
 from strata.dialects.types import TensorType, dtype_name, from_torch_sympy, is_signed
+from strata.frontend.capture.int_expressions import int_expression, misrecorded
 from strata.frontend.capture.storage_offsets import storage_offset_attr
 from strata.passes.fusion.fresh_results import RESULT_BASES, result_bases_attr
 from strata.passes.infer_shapes import TRACED
@@ -166,6 +167,9 @@ def _result_attrs(graph: torch.fx.Graph, output_spec: list, results: int) -> lis
 def import_graph(gm: torch.fx.GraphModule) -> ImportedGraph:
     """The aten-dialect module of an ATen FX graph."""
     graph = gm.graph
+    wrong = misrecorded(graph)
+    if wrong:
+        raise UnsupportedGraph(wrong)
     placeholders = [n for n in graph.nodes if n.op == "placeholder"]
     constants_nodes = [n for n in graph.nodes if n.op == "get_attr"]
     constants = [_fetch_attr(gm, n.target) for n in constants_nodes]
@@ -296,7 +300,10 @@ def _output_spec(builder: Builder, env: dict, v: Any, outputs: list[SSAValue]) -
             return env[v]
         meta = v.meta.get("val")
         if isinstance(meta, torch.SymInt) and free_unbacked_symbols(meta):
-            op = aten.build("aten::scalar_tensor", {"s": meta, "dtype": torch.int64}, [TensorType([], "i64")])
+            # arithmetic on what item() read: as the graph's operators compute it, not as
+            # torch recorded it (frontend/capture/int_expressions.py)
+            s = int_expression(v)
+            op = aten.build("aten::scalar_tensor", {"s": meta if s is None else s, "dtype": torch.int64}, [TensorType([], "i64")])
             builder.insert(op)
             outputs.append(op.results[0])
             return ItemResult(len(outputs) - 1)
