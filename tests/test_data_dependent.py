@@ -232,18 +232,27 @@ def test_without_the_flags_dynamo_breaks_the_graph():
 def test_floor_divisions_and_modulos_of_an_item_by_negative_ints_are_python_s():
     """torch records `(v // 3) // -3` as `v // -9` (a fold exact for positive divisors
     only): strata rebuilds the int from the graph's operators
-    (frontend/capture/int_expressions.py). Found by the differential fuzzer: for a sum
-    of 10 it returned -2, not -1."""
-    def fn(x):
-        v = x.sum().item()
-        return (v // 3) // -3, (v // -4) % -3, (v % -7) // 2, x + 1
+    (frontend/capture/int_expressions.py), or where it cannot (a power) runs the graph
+    as torch does. Found by the differential fuzzer: for a sum of 10 it returned -2,
+    not -1. Each int is its own graph (Dynamo merges ints whose recorded expressions
+    agree, so `(v // 2) // -2` next to `v // -4` is the latter already in the graph)."""
+    ints = [
+        lambda v: (v // 3) // -3,
+        lambda v: (v // -4) % -3,
+        lambda v: (v % -7) // 2,
+        lambda v: (abs(v) // 3) // -3,
+        lambda v: ((v // 5) // -2) ** 2,
+    ]
+    for i, of in enumerate(ints):
+        def fn(x, of=of):
+            return of(x.sum().item()), x + 1
 
-    g = strata.compile(fn, fullgraph=True)
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore")  # the ints may run as eager kernels; their values are the point
-        for total in (10, -10, 9, 17, 0, -1):
-            x = torch.tensor([total, 0])
-            assert g(x)[:3] == fn(x)[:3], total
+        g = strata.compile(fn, fullgraph=True)
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")  # the ints may run as eager kernels; their values are the point
+            for total in (10, -10, 9, 11, 17, 0, -1):
+                x = torch.tensor([total, 0])
+                assert g(x)[0] == fn(x)[0], (i, total)
 
 
 def test_int_expression_rebuilds_nested_floor_divisions():

@@ -29,6 +29,8 @@ _OPERATORS = {
     operator.mod: lambda a, b: a - b * sympy.floor(a / b),  # Python's: the sign of b
     operator.neg: lambda a: -a,
     operator.pos: lambda a: a,
+    operator.abs: sympy.Abs,
+    abs: sympy.Abs,
     torch.sym_max: sympy.Max,
     torch.sym_min: sympy.Min,
 }
@@ -57,25 +59,31 @@ def int_expression(v: Any) -> sympy.Expr | None:
 
 
 def misrecorded(graph: torch.fx.Graph) -> str | None:
-    """Why torch's recorded expressions of this graph may be wrong where they are read
-    as sizes, or None. A floor division by a divisor not known to be positive, of a value
-    torch recorded as a floor division, is folded wrongly (above); an int computed from
-    it is exact where the graph only returns it (IntComputation, int_expression), but a
-    tensor's size read from torch's expression would be wrong. Such a graph runs as
-    torch runs it."""
+    """Why torch's recorded expressions of this graph may be wrong where strata reads
+    them, or None. A floor division by a divisor not known to be positive, of a value
+    torch recorded as a floor division, is folded wrongly (above), and so is every int
+    computed from it. Such an int is exact where the graph only returns it and strata
+    computes it from the graph's operators (IntComputation for sizes, int_expression for
+    what item() read); anything else reading it (a tensor's size, an argument) would
+    take torch's expression. Such a graph runs as torch runs it."""
+    from torch.fx.experimental.symbolic_shapes import free_unbacked_symbols
+
     suspect: set[torch.fx.Node] = set()
     for n in graph.nodes:
-        if n.op != "call_function":
+        if n.op != "call_function" or isinstance(n.meta.get("val"), torch.Tensor):
             continue
         if n.target is operator.floordiv and len(n.args) == 2 and _folded_wrongly(*n.args):
             suspect.add(n)
-        elif n.target in _OPERATORS and any(a in suspect for a in n.all_input_nodes):
+        elif any(a in suspect for a in n.all_input_nodes):
             suspect.add(n)  # int arithmetic on it: as exact as its input, no more
     for n in suspect:
         for user in n.users:
-            if user.op != "output" and user not in suspect:
-                return (f"{user.format_node()} reads {n.name}, a floor division of a floor division by a divisor "
-                        "not known to be positive, which torch records wrongly (as one division)")
+            if user in suspect:
+                continue
+            if user.op == "output" and (int_expression(n) is not None or not free_unbacked_symbols(n.meta.get("val"))):
+                continue
+            return (f"{user.format_node()} reads {n.name}, computed from a floor division of a floor division by a "
+                    "divisor not known to be positive, which torch records wrongly (as one division)")
     return None
 
 
