@@ -304,3 +304,16 @@ def test_an_int_the_graph_only_returns_does_not_make_it_run_eagerly():
 
     assert misrecorded(make_fx(returned, tracing_mode="symbolic")(torch.ones(10)).graph) is None
     assert "not known to be positive" in misrecorded(make_fx(sized, tracing_mode="symbolic")(torch.ones(10)).graph)
+
+
+def test_a_floor_division_by_a_size_keeps_the_graph_compiled():
+    """A size is positive, so torch's fold of `(s // 2) // t` is exact: the graph is
+    compiled, not refused."""
+    from torch.fx.experimental.proxy_tensor import make_fx
+
+    from strata.frontend.capture.int_expressions import misrecorded
+
+    def fn(x):
+        return torch.zeros((x.shape[0] // 2) // x.shape[1] + 1)
+
+    assert misrecorded(make_fx(fn, tracing_mode="symbolic")(torch.ones(12, 3)).graph) is None

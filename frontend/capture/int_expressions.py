@@ -97,4 +97,5 @@ def _folded_wrongly(dividend: Any, divisor: Any) -> bool:
         return False
     if isinstance(divisor, int):
         return divisor < 0
-    return True  # a symbolic divisor: its sign unknown here
+    d = divisor.meta.get("val") if isinstance(divisor, torch.fx.Node) else None
+    return not (isinstance(d, torch.SymInt) and d.node.expr.is_positive)  # a size is positive
