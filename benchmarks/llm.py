@@ -222,9 +222,11 @@ def profile_table(fn, rows: int = 25) -> str:
     with profile(activities=[ProfilerActivity.CPU, ProfilerActivity.CUDA]) as prof:
         fn()
     table = prof.key_averages().table(sort_by="cuda_time_total", row_limit=rows, max_name_column_width=70)
-    with tempfile.NamedTemporaryFile(suffix=".json") as f:
-        prof.export_chrome_trace(f.name)
-        trace = json.load(open(f.name))
+    with tempfile.TemporaryDirectory() as folder:
+        path = os.path.join(folder, "trace.json")
+        prof.export_chrome_trace(path)
+        with open(path) as f:
+            trace = json.load(f)
     return table + "\n" + marginal_table(trace.get("traceEvents", []), rows)
 
 
