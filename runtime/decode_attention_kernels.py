@@ -112,7 +112,7 @@ def partial(q, k, v, mask, part_o, part_ml,
         acc = acc * alpha[:, None] + pv
         m_i = m_new
     base = bh * SPLITS + split
-    tl.store(part_o + (base * BLOCK_M + rm[:, None]) * BLOCK_E + re[None, :], acc)
+    tl.store(part_o + (base * BLOCK_M + rm[:, None]) * BLOCK_E + re[None, :], acc, mask=row_ok[:, None])  # rows the combine reads
     tl.store(part_ml + (base * 2) * BLOCK_M + rm, m_i)
     tl.store(part_ml + (base * 2 + 1) * BLOCK_M + rm, l_i)
 
@@ -138,5 +138,6 @@ def combine(part_o, part_ml, out, so_b, so_h, so_m, so_e, H, M, E, SPLITS,
     total = tl.reduce(l_s * weight, 0, _add)
     o = tl.load(part_o + (base[:, None] * BLOCK_M + row) * BLOCK_E + re[None, :], mask=s_ok[:, None], other=0.0)
     o = tl.reduce(o * weight[:, None], 0, _add)
-    o = tl.where(total > 0, o / tl.where(total > 0, total, 1.0), 0.0)
+    # no key at all: 0, as eager gives it; a NaN (in q, or in an attended K or V) stays NaN
+    o = tl.where(total == 0, 0.0, o / tl.where(total == 0, 1.0, total))
     tl.store(out + b * so_b + h * so_h + row * so_m + re * so_e, o.to(out.dtype.element_ty), mask=re < E)

@@ -107,6 +107,22 @@ def test_only_the_keys_a_mask_leaves_are_read(ranges, additive):
     torch.testing.assert_close(got, want, **TOLERANCE[torch.float32])
 
 
+@pytest.mark.parametrize("where", ["q", "k", "v"])
+def test_a_nan_in_an_attended_input_gives_nan_as_in_eager(where):
+    """A NaN in a query row, or in a key or value every row attends, is NaN in the
+    result where eager's is; the other rows match eager's (a split's output is read
+    only where its sum is not 0, and the sum of a NaN row is NaN, not 0)."""
+    g = torch.Generator().manual_seed(3)
+    q, k, v = torch.randn(1, 2, 3, 16, generator=g), torch.randn(1, 1, 300, 16, generator=g), torch.randn(1, 1, 300, 16, generator=g)
+    if where == "q":
+        q[0, 1, 2, 5] = float("nan")
+    else:
+        (k if where == "k" else v)[0, 0, 150, 3] = float("nan")
+    got, want = _run(q, k, v), _eager(q, k, v, None)
+    assert torch.equal(got.isnan(), want.isnan()) and want.isnan().any()
+    torch.testing.assert_close(got.nan_to_num(), want.nan_to_num(), **TOLERANCE[torch.float32])
+
+
 def test_strided_operands_a_slice_of_a_cache():
     cache_k, cache_v = torch.randn(1, 2, 256, 64), torch.randn(1, 2, 256, 64)
     q = torch.randn(1, 2, 8, 64).transpose(1, 2)  # [1, 8, 2, 64], not contiguous
