@@ -139,10 +139,13 @@ def test_pointwise_runs_its_fallback_tile_and_the_binary_its_pointers_allow(fake
 
 def test_ranges_package_the_heuristics_tiles(fake_gpu):
     meta, _, kernel = packed(pointwise_func(), ranges={"s0": [2, 4096]})
-    assert sorted(t[1] for t in meta["tiles"]) == [128, 256, 512, 1024]
-    for n in (17, 300, 600, 3000):
+    # up to 256 elements one program; up to 4,096 (SMALL_POINTWISE) programs of 256 at 2
+    # warps; the fallback's 1,024 beyond
+    assert sorted((t[1], t[3]) for t in meta["tiles"]) == [(128, 1), (256, 1), (256, 2), (1024, 4)]
+    for n in (17, 200, 600, 3000):
         kernel([torch.randn(n), torch.empty(n)], [n])
-    assert [la["options"]["XBLOCK"] for la in fake_gpu.launches] == [128, 512, 1024, 1024]
+    assert [(la["options"]["XBLOCK"], la["options"]["num_warps"]) for la in fake_gpu.launches] == [
+        (128, 1), (256, 1), (256, 2), (256, 2)]
 
 
 def test_reduction_outside_its_ranges_runs_the_looped_fallback(fake_gpu):
@@ -212,7 +215,7 @@ def test_autotuned_winners_are_fixed_at_packaging(fake_gpu):
                                   run=types.SimpleNamespace(best={(1000, 1): Tile(False, 256, 1, 2)}))
     meta, files = pt.pack_kernel(tuned, torch.device("cuda", 0), dtypes=[F32, F32])
     kernel = pt.load_kernel(meta, files, torch.device("cuda", 0))
-    for n in (1000, 1001):
+    for n in (1000, 5000):  # the winner at its size, the heuristic's tile at another
         kernel([torch.randn(n), torch.empty(n)], [n])
     assert [la["options"]["XBLOCK"] for la in fake_gpu.launches] == [256, 1024]
 

@@ -49,3 +49,14 @@ def test_few_long_rows_take_eight_warps():
     assert reduction_tile(1024, 4096, "inner", True, loads=3, itemsize=2).num_warps == 8
     assert reduction_tile(2048, 2048, "inner", True, loads=2, itemsize=2).num_warps == 2
     assert reduction_tile(512, 512, "inner", True, loads=2, itemsize=2).num_warps < 8
+
+
+def test_small_pointwise_kernels_spread_over_programs_of_256():
+    """Up to SMALL_POINTWISE elements (a decode step's rotations), programs of 256 at
+    2 warps; larger kernels keep blocks of 1,024, the smallest one program."""
+    from strata.codegen.triton_tiles import SMALL_POINTWISE, Tile, pointwise_tile
+
+    assert pointwise_tile(2048) == pointwise_tile(512) == pointwise_tile(SMALL_POINTWISE) == Tile(False, 256, 1, 2)
+    assert pointwise_tile(SMALL_POINTWISE + 1) == Tile(False, 1024, 1, 4)
+    assert pointwise_tile(1 << 20) == Tile(False, 1024, 1, 4)
+    assert pointwise_tile(200) == Tile(False, 256, 1, 1) and pointwise_tile(100) == Tile(False, 128, 1, 1)
