@@ -84,6 +84,30 @@ def test_dynamic_shapes_keep_eager_strides():
             _check(compiled_conv, conv, _channels_last(*shape))
 
 
+def test_a_broadcast_result_of_symbolic_sizes_keeps_eager_strides():
+    """TensorIterator writes a broadcast result's strides as products of Max(1, size):
+    read as the sizes they are wherever the result has an element, the layout is still
+    told dense (the differential fuzzer found the result made row-major)."""
+    def f(n, x):
+        return torch.arange(n) * x
+
+    compiled = torch.compile(f, backend="strata", dynamic=True)
+    for n, shape in [(4, (3, 2, 4, 1)), (5, (2, 3, 2, 1))]:
+        _check(compiled, f, n, _channels_last(*shape))
+
+
+def test_strides_guarded_against_empty_dims_read_as_products_of_sizes():
+    import sympy
+
+    from strata.passes.fusion.layouts import at_least_one_sized, is_permuted_dense
+
+    s0, s1 = sympy.Symbol("s0", integer=True, positive=True), sympy.Symbol("s1", integer=True, positive=True)
+    traced = [s0 * sympy.Max(1, s1), sympy.Max(1, s1), 1]
+    assert [at_least_one_sized(d) for d in traced] == [s0 * s1, s1, 1]
+    assert is_permuted_dense([3, s0, s1], [s0 * s1, 1, s0])
+    assert at_least_one_sized(sympy.Max(2, s1)) == sympy.Max(2, s1)  # not torch's guard: kept
+
+
 def test_training_keeps_strides_of_results_and_gradients():
     def f(x):
         return torch.relu(x) * x + 1

@@ -200,7 +200,7 @@ def eager_result_strides(fn: func.FuncOp, outputs: list[SSAValue]) -> list[tuple
     out: list[tuple[Dim, ...] | None] = []
     for v, d in zip(outputs, attrs):
         given = d.data.get(STRIDES_ATTR) if d is not None else None
-        strides = tuple(prim.dims_of(given)) if given is not None else None
+        strides = tuple(at_least_one_sized(d) for d in prim.dims_of(given)) if given is not None else None
         keep = strides is not None and len(strides) == _rank(v) and is_permuted_dense(v.type.dims, strides)
         out.append(strides if keep else None)
     return out
@@ -215,6 +215,18 @@ def result_layouts(outputs: list[SSAValue], wanted: list[tuple[Dim, ...] | None]
         if strides is not None and v in plan.kernel_of and v in stored:
             layouts.setdefault(v, strides)
     return layouts
+
+
+def at_least_one_sized(stride: Dim) -> Dim:
+    """A traced stride with torch's guard against empty dims taken out: TensorIterator
+    writes a broadcast result's strides as products of Max(1, size), which are the
+    products of the sizes wherever the tensor has an element (and an empty tensor's
+    strides address nothing)."""
+    if isinstance(stride, int):
+        return stride
+    one_sized = stride.replace(lambda e: isinstance(e, sympy.Max) and len(e.args) == 2 and sympy.Integer(1) in e.args,
+                               lambda e: next(a for a in e.args if a != 1))
+    return int(one_sized) if one_sized.is_Integer else one_sized
 
 
 def is_permuted_dense(dims: Sequence[Dim], strides: Sequence[Dim]) -> bool:
@@ -290,7 +302,7 @@ def _given_strides(fn: func.FuncOp) -> dict[SSAValue, tuple[Dim, ...]]:
     for arg, d in zip(fn.body.block.args, attrs):
         strides = d.data.get(STRIDES_ATTR)
         if strides is not None:
-            out[arg] = tuple(prim.dims_of(strides))
+            out[arg] = tuple(at_least_one_sized(d) for d in prim.dims_of(strides))
     return out
 
 
