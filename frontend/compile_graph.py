@@ -38,6 +38,7 @@ from strata.frontend.capture.effects import with_tokens
 from strata.frontend.inspection.errors import CompileError, describe_failure, describe_kernel_failure, failing_op
 from strata.frontend.capture.importer import IntComputation, ItemResult, OpaqueArgument, UnsupportedGraph, import_graph
 from strata.frontend.capture.storage_offsets import guarded
+from strata.frontend.device_inputs import on_device
 from strata.frontend.inspection.trace import Trace
 from strata.passes.decompose import recording_declines
 from strata.passes.fusion.traffic import graph_bytes, program_bytes
@@ -285,8 +286,11 @@ def _compile(gm, example_inputs, options, number: int, compile_id: str | None, k
         report.total_s = time.perf_counter() - started
         reports.publish(report)
     imported.constants = constants_on_device(imported.constants, compiled.program, device)
-    call = _on_device(graph_outputs(compiled, imported), example_inputs, device)
-    call = with_tokens(call, imported.effect_tokens)  # before _on_device reads the args
+    # (the device copy of a 0-d input kept while its value repeats: not where effect
+    # tokens stand among the inputs, which the program's arguments then do not match)
+    call = on_device(graph_outputs(compiled, imported), example_inputs, device,
+                     None if imported.effect_tokens else compiled.program)
+    call = with_tokens(call, imported.effect_tokens)  # before on_device reads the args
     call = _in_cuda_graph(call, module, device, kind, options)
     safe = guarded(call, gm)  # eager where as_strided's input moved in its storage
     capture = capture_cache.current()
@@ -342,7 +346,7 @@ def compile_captured(program: str, kernels: list[kernel_text.KernelText], declin
         compile_kernel = kernel_compiler(codegen, device, trace, None, *_tuning(options))
         compiled = CompiledGraph(module, compile_kernel, device, funcs={k.name: k for k in kernels}, specialize=specialized)
         constants = constants_on_device(constants, compiled.program, device)
-        call = _on_device(lambda args: compiled(list(args) + constants), example_inputs, device)
+        call = on_device(lambda args: compiled(list(args) + constants), example_inputs, device, compiled.program)
         cache_log.info("graph: hit (the whole compile read from the capture cache)")
         return _boxed(_in_cuda_graph(call, module, device, "forward", options))
 
@@ -361,23 +365,6 @@ def constants_on_device(constants: list, program: kd.ProgramOp, device: torch.de
             c.to(device) if isinstance(c, torch.Tensor) and c.device != device and program.block.args[first + i] not in returned else c
             for i, c in enumerate(constants)
         ]
-
-
-def _on_device(call: Callable[[list], list], example_inputs: Sequence[Any], device: torch.device) -> Callable[[list], list]:
-    """The call, moving the inputs that live elsewhere to the graph's device first. Eager
-    takes a CPU index tensor or 0-d CPU tensor beside CUDA ones (index_put's indices);
-    a kernel cannot read CPU memory. Graphs on one device pay nothing."""
-    elsewhere = [i for i, x in enumerate(example_inputs) if isinstance(x, torch.Tensor) and x.device != device]
-    if not elsewhere:
-        return call
-
-    def moved(args: list) -> list:
-        args = list(args)
-        for i in elsewhere:
-            args[i] = args[i].to(device, non_blocking=True)
-        return call(args)
-
-    return moved
 
 
 def pipeline_pass_options(options: dict[str, Any]) -> dict[str, dict[str, Any]]:
