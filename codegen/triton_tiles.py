@@ -64,8 +64,6 @@ def _warps(elements: int, limit: int = 8) -> int:
     return max(1, min(limit, elements // 256))
 
 
-# A launch of symbolic sizes asks for its tile at every call, with the sizes of earlier
-# calls: the heuristics are pure, so each answer is kept.
 # A pointwise kernel of at most this many elements is bound by latency (a decode step's
 # rotations): it spreads them over programs of 256 at 2 warps, so that more
 # multiprocessors load at once. H200, in a chain of PDL launches in a CUDA graph (the
@@ -74,6 +72,8 @@ def _warps(elements: int, limit: int = 8) -> int:
 SMALL_POINTWISE = 4096
 
 
+# A launch of symbolic sizes asks for its tile at every call, with the sizes of earlier
+# calls: the heuristics are pure, so each answer is kept.
 @functools.lru_cache(maxsize=4096)
 def pointwise_tile(xnumel: int) -> Tile:
     if 256 < xnumel <= SMALL_POINTWISE:

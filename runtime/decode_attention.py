@@ -21,7 +21,8 @@ never-written cache memory stays out of it too).
 Scores are `q·k * scale` in f32 (tl.dot accumulates in f32, 16-bit operands multiply
 exactly), the probabilities go to the second product in the value's type, as the fused
 kernels do. A boolean mask keeps a key where it is true; a float mask is added. A row
-with no key left (all masked, or no key at all) is 0, as eager's SDPA gives it.
+with no key left (all masked, or no key at all) is 0, as eager's SDPA gives it; a NaN
+in q, or in a key or value a row attends, stays NaN, as in eager.
 
 `decode_attention(q, k, v, mask, scale)` runs it, or returns None where it does not
 apply (then torch's SDPA runs): see `applies`. Which graphs call it:

@@ -200,7 +200,7 @@ def eager_result_strides(fn: func.FuncOp, outputs: list[SSAValue]) -> list[tuple
     out: list[tuple[Dim, ...] | None] = []
     for v, d in zip(outputs, attrs):
         given = d.data.get(STRIDES_ATTR) if d is not None else None
-        strides = tuple(at_least_one_sized(d) for d in prim.dims_of(given)) if given is not None else None
+        strides = tuple(at_least_one_sized(s) for s in prim.dims_of(given)) if given is not None else None
         keep = strides is not None and len(strides) == _rank(v) and is_permuted_dense(v.type.dims, strides)
         out.append(strides if keep else None)
     return out
@@ -302,7 +302,7 @@ def _given_strides(fn: func.FuncOp) -> dict[SSAValue, tuple[Dim, ...]]:
     for arg, d in zip(fn.body.block.args, attrs):
         strides = d.data.get(STRIDES_ATTR)
         if strides is not None:
-            out[arg] = tuple(at_least_one_sized(d) for d in prim.dims_of(strides))
+            out[arg] = tuple(at_least_one_sized(s) for s in prim.dims_of(strides))
     return out
 
 
