@@ -64,7 +64,7 @@ class StrataBackend:
                 # is found at the aten level (the pass recognize-attention)
                 recognize_attention(gm)
             attention_for_training(gm)
-            return self.aot()(gm, example_inputs)
+            return self._traced(gm, example_inputs)
         key = _capture_key(gm, example_inputs, resolved)
         if key is not None:
             hit = capture_cache.read(key)
@@ -73,12 +73,26 @@ class StrataBackend:
                 return capture_cache.as_dynamo_callable(compile_captured(*hit, example_inputs, resolved))
         keep_attention_whole(gm)
         if key is None:
-            return self.aot()(gm, example_inputs)
+            return self._traced(gm, example_inputs)
         with capture_cache.capturing() as capture:
-            compiled = self.aot()(gm, example_inputs)
+            compiled = self._traced(gm, example_inputs)  # eager: nothing captured, nothing written
         if capture_cache.write(key, capture):
             dynamo_cache.record(gm, key, example_inputs, resolved)
         return compiled
+
+    def _traced(self, gm: torch.fx.GraphModule, example_inputs):
+        """The graph through AOTAutograd and strata; run as Dynamo traced it where one of
+        torch's decompositions, traced by AOTAutograd, asks a question of a value item()
+        read that it cannot answer (a guard on an unbacked symbol: TorchInductor raises
+        there too)."""
+        from torch.fx.experimental.symbolic_shapes import GuardOnDataDependentSymNode
+
+        try:
+            return self.aot()(gm, example_inputs)
+        except GuardOnDataDependentSymNode as e:
+            warnings.warn(f"strata: this graph runs eagerly: AOTAutograd could not trace it "
+                          f"({str(e).splitlines()[0]})")
+            return gm.forward
 
     def aot(self):
         """AOTAutograd with strata compiling its graphs, made at the first graph that

@@ -317,3 +317,23 @@ def test_a_floor_division_by_a_size_keeps_the_graph_compiled():
         return torch.zeros((x.shape[0] // 2) // x.shape[1] + 1)
 
     assert misrecorded(make_fx(fn, tracing_mode="symbolic")(torch.ones(12, 3)).graph) is None
+
+
+def test_a_graph_aotautograd_cannot_trace_runs_eagerly_with_a_warning():
+    """One of torch's decompositions guards on an unbacked symbol (a row an item()
+    value picked, of an empty dim), which AOTAutograd cannot answer (TorchInductor
+    raises there): strata runs the graph as Dynamo traced it, says so, and every call
+    behaves as eager's. Found by the differential fuzzer (seed nov28c, program 1598)."""
+    from strata.testing.differential import replay
+    from strata.testing.fuzz_inputs import tensor
+
+    def f(x0, idx0, idx1):
+        v1 = x0[x0.sum().item()]
+        return v1.take(idx0), torch.nn.functional.embedding(idx1, v1)
+
+    calls = [(tensor((2, 0, 2), torch.int64, "expanded", seed=0), torch.zeros((0,), dtype=torch.int64), torch.tensor([0])),
+             (tensor((1, 6, 0), torch.int64, "expanded", seed=1), torch.zeros((0,), dtype=torch.int64), torch.tensor([5])),
+             (tensor((6, 1, 4), torch.int64, "expanded", seed=2), torch.zeros((0,), dtype=torch.int64), torch.tensor([0]))]
+    report = replay(f, calls, dynamic=True, capture_scalar_outputs=True)
+    assert not report.mismatches, [m.detail for m in report.mismatches]
+    assert report.fallbacks["eager_fallback"] >= 1  # the warning, counted by the fuzzer's rules
