@@ -46,6 +46,8 @@ from xdsl.ir import Operation, SSAValue
 from strata.codegen import triton_pdl
 from strata.codegen.errors import CodegenError
 from strata.codegen.triton_bounds import check_lines
+from strata.codegen.triton_guards import load_guards
+from strata.codegen.triton_selects import Leaf, selected_loads
 from strata.codegen.triton_index import fits_int32, int_code, merged_index, run_code
 from strata.codegen.triton_launcher import LauncherSource, function_source, variant_of
 from strata.codegen.triton_math import helper_sources
@@ -165,11 +167,17 @@ class KernelSource:
         self.values: dict[SSAValue, Value] = {}
         self.index: dict[Operation, sympy.Expr] = {}
         self.live = self._analyze()
+        self.guards = load_guards(self.live)  # loads a select discards in part (triton_guards)
+        self.selects = selected_loads(self.live)  # selects between loads, one load each (triton_selects)
+        self.folded = {op for sel in self.selects.values() for op in sel.folded}
         self.checks = any(isinstance(op, CheckIndexOp) for op in self.live)  # a user's index (triton_bounds)
         self.splittable = self._splittable()
         self.int64 = self._needs_int64()
         self.layout = self._layout() if self.rdims else "pointwise"
-        row_dtypes = [self.values[op.results[0]].dtype for op in self.live if isinstance(op, kernel.LoadOp) and self.values[op.results[0]].row]
+        # the rows loaded: a selected load is one
+        row_dtypes = [self.values[op.result].dtype for op in self.live
+                      if isinstance(op, kernel.LoadOp) and self.values[op.result].row and op not in self.folded]
+        row_dtypes += [self.values[sel.leaves[0].load.result].dtype for root, sel in self.selects.items() if self.values[root.result].row]
         self.row_loads = len(row_dtypes)
         self.row_itemsize = min((DTYPES[d].itemsize for d in row_dtypes), default=4)
         self.passes = self._passes()
@@ -424,11 +432,16 @@ class BodyEmitter:
         self.xmasked = src.masked("x", variant)
         self.rmasked = self.reduction and src.masked("r", variant)
         self.params: list[str] = []  # run-time parameters beyond buffers and sizes
+        self.defined: set[SSAValue] = set()  # values with a name in the lines so far
         self.lines: list[str] = []
         self.indent = ""
 
     def line(self, text: str) -> None:
         self.lines.append(self.indent + text)
+
+    def assign(self, value: SSAValue, expr: str) -> None:
+        self.line(f"{self.src.values[value].name} = {expr}")
+        self.defined.add(value)
 
     def emit(self) -> list[str]:
         self._header()
@@ -516,11 +529,15 @@ class BodyEmitter:
             self.line(f"{self._acc(op)} = tl.full([XBLOCK, RBLOCK], {ident}, {tl_dtype(acc_t)})")
         self.line(f"for roffset in {bounds}:")
         self.indent = "    "
+        # a row named in an earlier loop holds that loop's last chunk: no guard here
+        self.defined = {v for v in self.defined if not self._row_value(v)}
         self._r_index("roffset + rbase", [*cone, *stores])
         for op in self._hoisted(cone):
+            if op in self.src.folded:
+                continue
             if isinstance(op, kernel.LoadOp):
                 keep = op in later or self._eviction(op) == "evict_last"
-                self.line(f"{self.src.values[op.results[0]].name} = {self._load(op, 'evict_last' if keep else 'evict_first')}")
+                self.assign(op.results[0], self._load(op, 'evict_last' if keep else 'evict_first'))
             else:
                 self._op(op)
         for op in reduces:
@@ -593,12 +610,15 @@ class BodyEmitter:
             name = self.src.values[op.results[0]].name
             self.line(f"{name} = tl.load({ws} + (xindex * split + rindex), mask={mask}, other={ident})")
             self._finish(op, name)
+            self.defined.add(op.results[0])
         for op in src.live:
             if not self._is_row(op) and not isinstance(op, kernel.ReduceOp):
                 self._op(op)
 
     # ------------------------------------------------------------------ ops
     def _op(self, op: Operation) -> None:
+        if op in self.src.folded:
+            return  # computed by the selected load at its root (triton_selects)
         if isinstance(op, kernel.StoreOp):
             value = self.src.values[op.value].name
             mask = self._mask(op)
@@ -611,7 +631,7 @@ class BodyEmitter:
         if isinstance(op, CheckIndexOp):
             self._check_index(op, result)
             return
-        self.line(f"{result.name} = {self._expr(op, result)}")
+        self.assign(op.results[0], self._expr(op, result))
 
     def _check_index(self, op: CheckIndexOp, result: Value) -> None:
         """A user's index, checked by a device-side assert (triton_bounds)."""
@@ -639,6 +659,8 @@ class BodyEmitter:
             # constants are blocks of the kernel's scalar shape.
             shape = "[]" if self.ops.cuda else ("[XBLOCK, 1]" if self.reduction else "[XBLOCK]")
             return self.ops.constant(op.value.value.data, result.dtype, shape)
+        if op in self.src.selects:
+            return self._selected_load(op)
         if isinstance(op, WhereOp):
             return self.ops.where(*args)
         if isinstance(op, ConvertElementTypeOp):
@@ -650,16 +672,71 @@ class BodyEmitter:
 
     def _load(self, op: kernel.LoadOp, eviction: str | None) -> str:
         mask = self._mask(op)
+        guard = self._guard(op)
+        if guard:
+            mask = " & ".join(([mask] if mask else []) + guard)
         extra = f", mask={mask}" if mask else ""
         if eviction and FEATURES["eviction"]:
             extra += f", eviction_policy={eviction!r}"
         return f"tl.load({self._pointer(op)}{extra})"
 
+    def _selected_load(self, root: WhereOp) -> str:
+        """One load through the pointer the select's conditions pick (triton_selects)."""
+        sel = self.src.selects[root]
+        # Where every leaf's index is its own offset plus one same walk along the row,
+        # the row's start is what is selected ([XBLOCK, 1]), and the walk added once.
+        parts = [self._row_part(leaf.load) for leaf in sel.leaves]
+        walk = parts[0][0]
+        shared = walk != 0 and all(r == walk for r, _ in parts)
+
+        def pointer(t) -> str:
+            if isinstance(t, Leaf):
+                if shared:
+                    return f"{self.src.buffers[t.load.buffer]} + ({int_code(self._row_part(t.load)[1])})"
+                return self._pointer(t.load)
+            return f"tl.where({self.src.values[t.cond].name}, {pointer(t.a)}, {pointer(t.b)})"
+
+        rows = [leaf.load for leaf in sel.leaves if self.src.values[leaf.load.result].row]
+        mask = self._mask(rows[0] if rows else sel.leaves[0].load)
+        evictions = {self._eviction(leaf.load) for leaf in sel.leaves}
+        eviction = evictions.pop() if len(evictions) == 1 and FEATURES["eviction"] else None
+        extra = (f", mask={mask}" if mask else "") + (f", eviction_policy={eviction!r}" if eviction else "")
+        where = pointer(sel.tree) + (f" + ({int_code(walk)})" if shared else "")
+        value = f"tl.load({where}{extra})"
+        convert = sel.leaves[0].convert
+        if convert is None:
+            return value
+        return self.ops.convert(value, scalar_dtype(convert.x.type), scalar_dtype(convert.results[0].type))
+
+    def _row_part(self, op: kernel.LoadOp) -> tuple[sympy.Expr, sympy.Expr]:
+        """The load's index (as printed) split into its terms that name the reduction's
+        loop variables and the rest."""
+        expr = sympy.expand(self.src.code_index[op])
+        walk = sympy.Add(*[t for t in sympy.Add.make_args(expr) if any(self._is_r(s) for s in t.free_symbols)])
+        return walk, expr - walk
+
+    def _is_r(self, s: sympy.Symbol) -> bool:
+        run = self.src.runs.get(s.name)
+        return run[0] == "r" if run is not None else s.name.startswith("r") and s.name[1:].isdigit() or s.name == "rindex"
+
+    def _guard(self, op: kernel.LoadOp) -> list[str]:
+        """The conditions under which the load's value is kept (triton_guards), those
+        already computed here; none that is a row where the load is not (a mask of the
+        tile's shape would widen the load)."""
+        row = self.src.values[op.result].row
+        terms = []
+        for cond, kept in self.src.guards.get(op, ()):
+            value = self.src.values.get(cond)
+            if value is None or cond not in self.defined or (value.row and not row):
+                continue
+            terms.append(value.name if kept else f"({value.name} == 0)")
+        return terms
+
     def _eviction(self, op: kernel.LoadOp) -> str | None:
         """In a reduction, a row every program reads (weights broadcast over x) stays
         in cache."""
-        if not self.reduction or not _names_r(self.src.index[op]):
-            return None
+        if not self.reduction or not _names_r(self.src.index[op]) or op.values:
+            return None  # (a gather's position may vary with x)
         names = {s.name for s in self.src.index[op].free_symbols}
         return None if any(n.startswith("x") and n[1:].isdigit() for n in names) else "evict_last"
 
@@ -725,7 +802,7 @@ class BodyEmitter:
             reduced = self.ops.round_f32(reduced, result.dtype)
         elif acc_t != result.dtype:
             reduced = f"({reduced}).to({tl_dtype(result.dtype)})"
-        self.line(f"{result.name} = {reduced}")
+        self.assign(op.results[0], reduced)
 
 
 # kind: (reduce a tile over R, combine two tiles elementwise, helper they call).

@@ -10,6 +10,9 @@ what surrounds it (a bias, SwiGLU's product, a residual add) as an epilogue. The
 products of two f16/bf16 or f32 numbers summed in f32 are what cuBLAS computes before
 its one rounding; only the order of the sum differs.
 
+Sibling products of one row by weights of different widths (q, k and v) become one
+product over the weights side by side first (passes/row_product_siblings.py).
+
 Only on CUDA (the graph's `strata.device`; on the CPU oneDNN's GEMV stays), only for
 one row (with m rows the weight would be read m times over), and only for f16, bf16,
 and f32 where TF32 is off (with TF32 on, eager's product rounds its inputs to TF32,
@@ -32,6 +35,7 @@ from strata.dialects import prim
 from strata.dialects.attributes import graph_device
 from strata.passes.matmul_to_dot import products_summed
 from strata.passes.provenance import inserter
+from strata.passes.row_product_siblings import merge_sibling_row_products
 from strata.dialects.types import TensorType, sym
 
 MUL, ADD = prim.ELEMENTWISE_OPS["mul"], prim.ELEMENTWISE_OPS["add"]
@@ -89,4 +93,5 @@ class MatvecToReductionPass(ModulePass):
     device: str = ""
 
     def apply(self, ctx: Context, op: ModuleOp) -> None:
+        merge_sibling_row_products(op, lambda mm: _eligible(mm, mm.a, mm.b, self.device))
         PatternRewriteWalker(RowProductToReduction(self.device)).rewrite_module(op)

@@ -14,7 +14,7 @@ import sympy
 import torch
 from torch._prims_common import ELEMENTWISE_TYPE_PROMOTION_KIND, elementwise_dtypes
 from xdsl.dialects.builtin import UnitAttr
-from xdsl.ir import Operation, SSAValue
+from xdsl.ir import Attribute, Operation, SSAValue
 
 from strata.dialects import prim
 from strata.dialects.aten import AtenOp
@@ -129,6 +129,19 @@ class PrimBuilder:
         self.ops: list[Operation] = []
         self._bound = op.bind()
         self._source = op.attributes.get("strata.source")
+
+    @classmethod
+    def for_rewrite(cls, source: Attribute | None) -> PrimBuilder:
+        """A builder for a pass's rewrite of prim ops (no aten op: `arg` and `out` have
+        nothing to give), tagging what it builds with `source`."""
+        b = cls.__new__(cls)
+        b.op, b.index_bounds_checks, b.ops, b._bound, b._source = None, True, [], {}, source
+        return b
+
+    def tag(self, source: Attribute | None) -> None:
+        """Tags the ops added from now on with `source` (a rewrite that merges ops of
+        several sources names each where its part is built)."""
+        self._source = source
 
     # ------------------------------------------------------------ the aten op
     def arg(self, name: str) -> Any:

@@ -10,7 +10,7 @@ import itertools
 from collections.abc import Sequence
 
 import sympy
-from xdsl.ir import SSAValue
+from xdsl.ir import Attribute, SSAValue
 
 from strata.dialects import prim
 from strata.dialects.aten import AtenOp
@@ -246,7 +246,7 @@ def cat(op: AtenOp, b: PrimBuilder) -> SSAValue:
         return b.reshape(xs[0], out.dims)
     d = wrap_dim(b.arg("dim"), out.rank)
     if len(xs) <= POINTWISE_CAT_OPERANDS and all(_static_positive(tensor_of(x).dims[d]) for x in xs):
-        return _cat_as_reads(b, xs, d)
+        return cat_as_reads(b, xs, d, out.dims)
     return b.add(prim.CatOp(xs, d))
 
 
@@ -264,16 +264,20 @@ def _static_positive(n: Dim) -> bool:
 POINTWISE_CAT_OPERANDS = 4
 
 
-def _cat_as_reads(b: PrimBuilder, xs: Sequence[SSAValue], d: int) -> SSAValue:
-    """where(p < o1, x0[p], where(p < o2, x1[p - o1], ...)) along dim d, each operand
-    read at its coordinate clamped into its size (the positions `where` discards)."""
-    out = b.out()
-    p = positions(b, out.dims, d)
+def cat_as_reads(b: PrimBuilder, xs: Sequence[SSAValue], d: int, dims: Sequence[Dim],
+                 sources: Sequence[Attribute | None] = ()) -> SSAValue:
+    """where(p < o1, x0[p], where(p < o2, x1[p - o1], ...)) along dim d, of `dims`,
+    each operand read at its coordinate clamped into its size (the positions `where`
+    discards, which a GPU kernel's masks then do not fetch: codegen/triton_guards.py).
+    `sources`: the source to tag each operand's read with, if not the builder's."""
+    p = positions(b, dims, d)
     reads, offsets, offset = [], [], sympy.Integer(0)
-    for x in xs:
+    for i, x in enumerate(xs):
+        if i < len(sources):
+            b.tag(sources[i])
         n = tensor_of(x).dims[d]
         at = p if offset == 0 else b.ew("sub", p, b.constant_like(p, offset))
-        reads.append(read_at(b, x, {d: clamp_index(b, at, n)}, out.dims))
+        reads.append(read_at(b, x, {d: clamp_index(b, at, n)}, dims))
         offset = offset + sym(n)
         offsets.append(offset)
     value = reads[-1]

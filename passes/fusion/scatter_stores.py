@@ -23,7 +23,10 @@ A scatter folds into kernel K when:
   - K is a generated kernel (no matrix-product template) whose points (its domain, or a
     reduction's kept dims) are as many as src's elements, and each element of src and
     of the index is, at the point that corresponds to it in row-major order, either a
-    value K computes there or one ready before K runs.
+    value K computes there or one ready before K runs;
+  - K computes src's values, or else it is the latest such kernel scheduled before the
+    scatter (src a slice of a longer value, ready earlier: any kernel of as many points
+    can store it).
 Only on a GPU: the CPU's code generator has no data-dependent store.
 """
 
@@ -48,7 +51,7 @@ def fold_scatters(plan: Plan) -> None:
     for item in list(plan.schedule):
         if not isinstance(item, ScatterOp) or not _candidate(item):
             continue
-        for k in _kernels_computing(plan, item.src):
+        for k in _kernels_computing(plan, item.src) + _kernels_before(plan, item):
             index = _point_index(k, item)
             if index is not None and _fits(plan, k, item, index, ready):
                 k.scatters.append((item, index))
@@ -103,6 +106,15 @@ def _kernels_computing(plan: Plan, v: SSAValue) -> list[Kernel]:
         if k is not None and k not in out:
             out.append(k)
     return out
+
+
+def _kernels_before(plan: Plan, op: ScatterOp) -> list[Kernel]:
+    """The kernels scheduled before op, the latest first: where no kernel computing
+    src can store it (src a slice of a longer value: the v of sibling products merged,
+    passes/row_product_siblings.py), one of as many points that runs once src is ready
+    can, and saves the scatter's own launch."""
+    at = plan.schedule.index(op)
+    return [k for k in reversed(plan.schedule[:at]) if isinstance(k, Kernel)]
 
 
 def _point_index(k: Kernel, op: ScatterOp) -> Index | None:
