@@ -30,6 +30,7 @@ from strata.dialects import aten
 from strata.dialects import kernel as kd
 from strata.dialects import kernel_text
 from strata.dialects.context import strata_context
+from strata.dialects.types import TensorType, sym
 from strata.frontend import pipeline_spec
 from strata.frontend.caches import capture_cache
 from strata.frontend.inspection import logs
@@ -325,7 +326,19 @@ def _in_cuda_graph(call: Callable[[list], list], module: ModuleOp, device: torch
     if reads_data_on_host(module):
         cuda_graphs.log.info("no CUDA graph: the graph reads tensor data on the host (nonzero, item(), a size from data)")
         return call
-    return cuda_graphs.wrap(call, device, kind)
+    return cuda_graphs.wrap(call, device, kind, _fixed_shapes(module))
+
+
+def _fixed_shapes(module: ModuleOp) -> bool:
+    """Whether the compiled program's arguments have no shape symbols: static sizes and
+    strides, nothing bound at a call."""
+    programs = [op for op in module.ops if isinstance(op, kd.ProgramOp)]
+    if len(programs) != 1 or any(programs[0].symbol_names):
+        return False
+    program = programs[0]
+    sizes = [d for t in program.function_type.inputs.data if isinstance(t, TensorType) for d in t.dims]
+    strides = [d for s in program.strides for d in s]
+    return all(sym(d).is_Integer for d in sizes + strides)
 
 
 def compile_captured(program: str, kernels: list[kernel_text.KernelText], declines: list, constants: list[torch.Tensor],

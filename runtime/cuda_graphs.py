@@ -28,6 +28,14 @@ graph plainly: a result is never overwritten while someone can see it, e.g. `y =
 in a loop holds the last `y` while the next call runs, and a training step's forward
 outputs are held by autograd until the backward.
 
+A graph of fixed shapes (no shape symbols) is called only with the shapes, strides,
+dtypes and devices it was traced for: Dynamo's guards hold every call to them, and the
+compiled kernels depend on them anyway. Its signature is computed once, at the first
+call whose arguments are all tensors on the GPU: a decode step's hundreds of arguments
+(each layer's weights and caches) took a few hundred microseconds of Python a call to
+describe, while the GPU ran the step in under a millisecond. The inputs a recording reads
+in place are checked by one C++ call where torch has it.
+
 Without CUDA (or with any tensor argument off the GPU, or a graph whose capture fails,
 which is announced once) calls go to the graph unchanged.
 """
@@ -67,17 +75,24 @@ def static_input_indices(kind: str) -> set[int]:
     return set()
 
 
-def wrap(fn: Callable[[list], list], device: torch.device, kind: str = "forward") -> Callable[[list], list]:
-    """`fn` replayed as CUDA graphs on a CUDA device, or `fn` itself elsewhere."""
+def wrap(fn: Callable[[list], list], device: torch.device, kind: str = "forward", fixed_shapes: bool = False) -> Callable[[list], list]:
+    """`fn` replayed as CUDA graphs on a CUDA device, or `fn` itself elsewhere.
+    `fixed_shapes`: the graph has no shape symbols (its signature never changes)."""
     if torch.device(device).type != "cuda" or not torch.cuda.is_available():
         log.info("no CUDA graph: the graph runs on %s", torch.device(device).type if torch.device(device).type != "cuda" else "a machine without CUDA")
         return fn
-    return CudaGraphRunner(fn, static_input_indices(kind))
+    return CudaGraphRunner(fn, static_input_indices(kind), fixed_shapes)
+
+
+# C++: whether the tensors at `indices` have the data pointers `ptrs` (CUDA builds)
+_PTRS_EQUAL = getattr(torch._C, "_tensors_data_ptrs_at_indices_equal", None)
 
 
 class CudaGraphRunner:
-    def __init__(self, fn: Callable[[list], list], static: set[int] = frozenset()):
+    def __init__(self, fn: Callable[[list], list], static: set[int] = frozenset(), fixed_shapes: bool = False):
         self.fn = fn
+        self.fixed_shapes = fixed_shapes
+        self.fixed_key: tuple | None = None  # a fixed-shape graph's one signature, once seen
         self.static = set(static)
         self.recordings: dict[tuple, list[Recording]] = {}
         self.addresses: dict[tuple, list[int | None]] = {}  # each signature's last call's tensor addresses
@@ -93,8 +108,12 @@ class CudaGraphRunner:
             log.info("a call runs without its CUDA graph: %s", reason)
 
     def __call__(self, args: list) -> list:
-        key = None if self.broken else self._signature(args)
-        if key is None:
+        key = self.fixed_key
+        if key is None and not self.broken:
+            key = self._signature(args)
+            if key is not None and self.fixed_shapes and all(isinstance(a, torch.Tensor) for a in args):
+                self.fixed_key = key
+        if key is None or self.broken:
             self._say("its capture failed" if self.broken else "an argument off the GPU, or of a kind a graph cannot hold")
             return self._plain(args)
         recordings = self.recordings.get(key)
@@ -184,6 +203,11 @@ class Recording:
                 if isinstance(a, torch.Tensor):
                     self.in_place.append((i, a.data_ptr()))
                 self.inputs.append(a)  # held: its memory stays this tensor's
+        # for the C++ check: the indices, and each argument's address there (by index)
+        self.in_place_indices = [i for i, _ in self.in_place]
+        self.in_place_ptrs: list[int | None] = [None] * len(args)
+        for i, address in self.in_place:
+            self.in_place_ptrs[i] = address
         self.pool = torch.cuda.graph_pool_handle()
         self.graph = torch.cuda.CUDAGraph()
         # a warm-up run on the capture's side stream, as torch's own recipe does
@@ -205,6 +229,8 @@ class Recording:
 
     def matches(self, args: Sequence[Any]) -> bool:
         """Whether the inputs this recording reads in place are where they were."""
+        if _PTRS_EQUAL is not None:
+            return _PTRS_EQUAL(args, self.in_place_ptrs, self.in_place_indices)
         return all(args[i].data_ptr() == address for i, address in self.in_place)
 
     def outputs_alive(self) -> bool:

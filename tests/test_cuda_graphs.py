@@ -242,3 +242,40 @@ def test_an_output_that_is_an_input_written_in_place_replays():
         torch.testing.assert_close(out[1], cache.sum(0))
     torch.testing.assert_close(cache[:, 0], torch.tensor([1.0, 2.0, 3.0, 4.0], device="cuda"))
     assert runner.plain_calls == 1 and runner.replays == 3
+
+
+def test_a_graph_of_fixed_shapes_is_known_as_one():
+    """The runner of a graph with no shape symbols computes its signature once
+    (frontend/compile_graph.py `_fixed_shapes`); a dynamic graph's varies by call."""
+    from strata.frontend import compile_graph
+
+    seen = []
+    real = compile_graph.cuda_graphs.wrap
+
+    def spy(call, device, kind, fixed_shapes=False):
+        seen.append(fixed_shapes)
+        return real(call, device, kind, fixed_shapes)
+
+    compile_graph.cuda_graphs.wrap = spy
+    try:
+        torch._dynamo.reset()
+        strata.compile(pointwise, mode="reduce-overhead")(torch.randn(5, 7), torch.randn(5, 7))
+        strata.compile(softmax_rows, mode="reduce-overhead", dynamic=True)(torch.randn(6, 9))
+    finally:
+        compile_graph.cuda_graphs.wrap = real
+    assert seen == [True, False]
+
+
+@cuda
+def test_a_fixed_shape_runner_describes_its_arguments_once():
+    runner = cuda_graphs.CudaGraphRunner(lambda args: [args[0] * args[1]], fixed_shapes=True)
+    w = torch.randn(32, device="cuda")
+    signatures = []
+    real = runner._signature
+    runner._signature = lambda args: signatures.append(1) or real(args)
+    for _ in range(6):
+        x = torch.randn(32, device="cuda")
+        out = runner([x, w])[0]
+        torch.testing.assert_close(out, x * w)
+        del out
+    assert len(signatures) == 1 and runner.replays == 5 and runner.plain_calls == 1
