@@ -60,6 +60,8 @@ def main(argv: list[str] | None = None) -> int:
         print(f"note: {out / 'current.py'} was left by a run that died; it is overwritten now")
     numbers = [args.program] if args.program is not None else range(args.start, args.start + args.programs)
     check = dict(backend=args.backend, check_strides=not args.no_strides)
+    if args.options:
+        check["options"] = json.loads(args.options)  # strata's options (codegen="triton" and TRITON_INTERPRET=1 on a CPU)
     with contextlib.ExitStack() as stack:
         if args.in_process:
             run = lambda program: run_program(program, **check)  # noqa: E731
@@ -176,7 +178,8 @@ def _record(args, i: int, program: PythonProgram, report: Report, path: Path) ->
 def _note(args, i: int, program: PythonProgram, report: Report) -> str:
     return "\n".join([
         f"A mismatch of torch.compile(backend={args.backend!r}) with eager, found by",
-        f"    python -m strata.testing.fuzz --seed {args.seed} --program {i}" + (" (then reduced)" if args.reduce else ""),
+        f"    python -m strata.testing.fuzz --seed {args.seed} --program {i}" + (f" --options '{args.options}'" if args.options else "")
+        + (" (then reduced)" if args.reduce else ""),
         f"Compiled with {program.mode}, capture_scalar_outputs={program.capture_scalar_outputs}; calls in order:",
         *(f"  {line}" for line in report.describe().splitlines()),
         "Run this file to replay the calls and print each outcome.",
@@ -192,6 +195,7 @@ def _parser() -> argparse.ArgumentParser:
     p.add_argument("--start", type=int, default=0, help="the first program's number (default 0)")
     p.add_argument("--out", default="fuzz-out", help="where reproducers go (default ./fuzz-out)")
     p.add_argument("--backend", default="strata", help="torch.compile's backend (eager, aot_eager: check the fuzzer itself)")
+    p.add_argument("--options", default=None, help="strata's options as JSON, e.g. '{\"codegen\": \"triton\"}'")
     p.add_argument("--no-strides", action="store_true", help="do not report wrong_strides")
     p.add_argument("--reduce", action="store_true", help="make each failing program smaller before writing it")
     p.add_argument("--minutes", type=float, help="stop after this long")
