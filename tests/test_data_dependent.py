@@ -189,6 +189,25 @@ def test_arithmetic_on_an_item_falls_back_correctly():
     _same(got, fn(x))
 
 
+@pytest.mark.parametrize("values", [[1, 2, 3], [5, -9, 1], [-4, 0, 0], [7, 7, 7]])
+def test_integer_arithmetic_on_an_item_is_compiled_and_exact(values):
+    """abs, %, // and max of an int item() (Python's semantics, negative values too),
+    used as operands and a fill: computed on the host once prim.item binds the value,
+    with no eager fallback."""
+    def fn(x, y):
+        n = x.sum().item()
+        return y * (n // 2 - 3), y + abs(n - 7), y * max(n, 4), y * (n % 3), torch.full((2,), n * n - 5 * n)
+
+    x, y = torch.tensor(values), torch.randn(4)
+    torch._dynamo.reset()
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        got = strata.compile(fn)(x, y)
+    assert not [w for w in caught if "strata" in str(w.message)], [str(w.message) for w in caught]
+    for g, w in zip(got, fn(x, y)):
+        assert torch.equal(g, w), (g, w)
+
+
 # ---------------------------------------------------------------- randperm
 @pytest.mark.parametrize("dtype", [torch.int64, torch.int32, torch.float32])
 def test_randperm_follows_manual_seed(dtype):

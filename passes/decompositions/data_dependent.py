@@ -9,8 +9,12 @@
   Where an op then takes that value as a scalar (a fill value, an operand), the
   builder reads the 0-d tensor itself (`item_source`): an f32 item as the fill of an
   f16 tensor rounds once, as eager's Python float does, and a float never becomes a
-  shape symbol. Arithmetic on the value (`s * 2 + 1`) declines: sympy would reorder
-  it, and eager rounds each step in double.
+  shape symbol. Integer arithmetic on item() values (`n // 2 - 3`, `abs(n)`, `n % 3`,
+  `max(n, 4)`) is exact in any order: it is computed on the host from the values the
+  program's prim.item ops bind, as a shape expression is (the builder's
+  `_symbolic_scalar`), with Python's own floor division and modulo. Float arithmetic on
+  the value (`s * 2.0 + 1`) declines: sympy would reorder it, and eager rounds each step
+  in double.
 - _assert_scalar → prim.assert_scalar, checked at run time (or nothing, where the
   condition holds whatever the values).
 - randperm → prim.randperm: torch's kernel on the default generator, in program order.
@@ -130,7 +134,8 @@ def local_scalar_dense(op: AtenOp, b: PrimBuilder) -> SSAValue:
 
 def item_source(op: Operation, expr: sympy.Expr) -> SSAValue | None:
     """The 0-d tensor whose item() `expr` is, when expr is an item() symbol; None when
-    it names no such symbol (a shape symbol). Arithmetic on an item() value declines."""
+    it names no such symbol (a shape symbol), or is integer arithmetic on such symbols
+    (evaluated on the host once the program binds them). Float arithmetic declines."""
     if isinstance(expr, sympy.Eq) and expr.rhs == 1 and isinstance(expr.lhs, sympy.Symbol):
         expr = expr.lhs  # a bool item(): the 0 or 1 its symbol holds
     names = {s.name for s in expr.free_symbols}
@@ -142,6 +147,8 @@ def item_source(op: Operation, expr: sympy.Expr) -> SSAValue | None:
             raise Decline(f"a float value {expr} that no item() in the graph read")
         return None
     if not isinstance(expr, sympy.Symbol):
+        if expr.is_integer:
+            return None  # exact in any order: a host expression, as shapes are
         raise Decline(f"arithmetic on a value item() read ({expr}) is not lowered")
     return items[expr.name].x
 
