@@ -2,7 +2,11 @@
 
 A GPT-style model (12 layers, d 1024, 16 heads, vocab 50304: 0.2B parameters) trained
 in bf16 autocast with AdamW on `--tokens` tokens per GPU per step, in each mode:
-- ddp: DDP(compiled model), the collectives in DDP's hooks;
+- ddp: DDP(compiled model), the collectives in DDP's hooks, which fire once the
+  compiled backward has made every gradient (no overlap);
+- ddp-optimizer: torch.compile(DDP(model)), which Dynamo's DDPOptimizer splits at DDP's
+  bucket boundaries, so each bucket's all-reduce starts when its part of the backward
+  is done (the eager contender is DDP(model));
 - fsdp: FSDP2, each block fully_shard-ed and compiled, bf16 parameters and f32
   reduction (MixedPrecisionPolicy);
 - tp: each block's MLP split colwise/rowwise over the GPUs (DTensor): the collectives
@@ -54,6 +58,10 @@ def _setup(mode: str, contender: str, args, rank: int, world: int):
         from torch.nn.parallel import DistributedDataParallel as DDP
 
         return DDP(compile_(m), device_ids=[rank])
+    if mode == "ddp-optimizer":
+        from torch.nn.parallel import DistributedDataParallel as DDP
+
+        return compile_(DDP(m, device_ids=[rank]))
     if mode == "fsdp":
         from torch.distributed.fsdp import MixedPrecisionPolicy, fully_shard
 
