@@ -115,7 +115,30 @@ def _run(mode: str, contender: str, args, rank: int, world: int) -> dict:
            "peak_gib": torch.cuda.max_memory_allocated() / 2**30, "losses": losses}
     if args.profile:
         row.update(_overlap(step))
+    if contender in args.host_profile.split(",") and rank == 0:
+        _host_profile(step, f"{mode} {contender}")
     return row
+
+
+def _host_profile(step, title: str, steps: int = 5) -> None:
+    """The Python functions that took the host's time over a few steps (cProfile)."""
+    import cProfile
+    import io
+    import pstats
+
+    profiler = cProfile.Profile()
+    torch.cuda.synchronize()
+    start = time.perf_counter()
+    profiler.enable()
+    for _ in range(steps):
+        step()
+    profiler.disable()
+    host = (time.perf_counter() - start) / steps
+    torch.cuda.synchronize()
+    wall = (time.perf_counter() - start) / steps
+    out = io.StringIO()
+    pstats.Stats(profiler, stream=out).sort_stats("tottime").print_stats(25)
+    print(f"host profile of {title}: {host * 1e3:.1f} ms of host a step, {wall * 1e3:.1f} ms of wall\n{out.getvalue()}", flush=True)
 
 
 def _overlap(step) -> dict:
@@ -197,6 +220,7 @@ def main() -> None:
     parser.add_argument("--steps", type=int, default=12)
     parser.add_argument("--out", default=None)
     parser.add_argument("--profile", action="store_true", help="profile one step: communication time and the share compute hides")
+    parser.add_argument("--host-profile", default="", help="contenders whose host time (cProfile, rank 0) is printed")
     args = parser.parse_args()
     if args.gpus < 2:
         sys.exit("benchmarks/distributed.py needs 2 or more GPUs")
