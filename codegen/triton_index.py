@@ -20,7 +20,7 @@ INT32_LIMIT = 2**31
 
 
 def int_code(expr: sympy.Expr, python: bool = False) -> str:
-    """`expr` as integer code; Max and Min only where `python` (launcher sizes)."""
+    """`expr` as integer code (Python's where `python`: launcher sizes)."""
     if expr.is_Integer:
         return str(int(expr))
     if expr.is_Symbol:
@@ -45,9 +45,16 @@ def int_code(expr: sympy.Expr, python: bool = False) -> str:
         return f"(({int_code(a, python)}) % ({int_code(m, python)}))"
     if isinstance(expr, sympy.Abs):
         return f"{'abs' if python else 'tl.abs'}({int_code(expr.args[0], python)})"
-    if python and isinstance(expr, (sympy.Max, sympy.Min)):
-        fn = "max" if isinstance(expr, sympy.Max) else "min"
-        return f"{fn}({', '.join(int_code(a, python) for a in expr.args)})"
+    if isinstance(expr, (sympy.Max, sympy.Min)):
+        if python:
+            fn = "max" if isinstance(expr, sympy.Max) else "min"
+            return f"{fn}({', '.join(int_code(a, python) for a in expr.args)})"
+        # a bound of an item() value or a shape (a roll by min(-n, -1)): pairwise
+        fn = "tl.maximum" if isinstance(expr, sympy.Max) else "tl.minimum"
+        code = int_code(expr.args[0])
+        for a in expr.args[1:]:
+            code = f"{fn}({code}, {int_code(a)})"
+        return code
     raise CodegenError(
         f"index expression {expr} ({type(expr).__name__}) is not supported by the Triton code generator"
     )

@@ -94,6 +94,17 @@ def test_values_read_by_item():
     _calls(lambda x, t: x * abs(t.item()), floats, lowered=False)
 
 
+@torch._dynamo.config.patch(capture_scalar_outputs=True)
+@pytest.mark.parametrize("codegen", ["llvm", "triton"])
+def test_a_roll_by_a_bound_of_an_item_is_compiled(codegen, monkeypatch):
+    """x.roll(min(-t.item(), -1)) (the differential fuzzer, seed nov28t, program 400):
+    the shift is an expression of the item's symbol, which the Triton generator prints
+    with tl.minimum; before, its kernel ran in the kernel interpreter."""
+    if codegen == "triton":
+        monkeypatch.setenv("TRITON_INTERPRET", "1")
+    _calls(lambda x, t: x.roll(min(-t.item(), -1), 0) * 2, [(A5, torch.tensor(k)) for k in (2, -3, 0, 7)], codegen=codegen)
+
+
 @pytest.mark.parametrize("dynamic", [None, True], ids=["automatic", "dynamic"])
 def test_view_uses_the_divisibility_torch_proved(dynamic):
     _calls(lambda x: x.view(-1, 4).sum(1), [(torch.arange(float(n)),) for n in (8, 16, 24)], dynamic)
@@ -118,9 +129,11 @@ def test_index_arithmetic_rounds_as_python(k):
         (sympy.floor(n / 3), k // 3),
         (sympy.ceiling(n / 3), -((-k) // 3)),
         (sympy.Abs(n), abs(k)),
+        (sympy.Min(-1, -n), min(-1, -k)),
+        (sympy.Max(-2, n, 3 - n), max(-2, k, 3 - k)),
     ]:
         assert evaluate(expr, {"nk": k}) == want
-        code = int_code(expr).replace("tl.abs", "abs")
+        code = int_code(expr).replace("tl.abs", "abs").replace("tl.maximum", "max").replace("tl.minimum", "min")
         assert eval(code, {"nk": k}) == want  # Python's rounding
         assert eval(_truncating(code), {"nk": k, "tdiv": _tdiv, "tmod": _tmod}) == want
 

@@ -147,10 +147,25 @@ def item_source(op: Operation, expr: sympy.Expr) -> SSAValue | None:
             raise Decline(f"a float value {expr} that no item() in the graph read")
         return None
     if not isinstance(expr, sympy.Symbol):
-        if expr.is_integer:
+        if _host_integer(expr):
             return None  # exact in any order: a host expression, as shapes are
         raise Decline(f"arithmetic on a value item() read ({expr}) is not lowered")
     return items[expr.name].x
+
+
+# What the runtime evaluates exactly for integers (runtime/index_values.py): no float
+# symbol (zuf0) and no conversion (FloorToInt(zuf0) is an integer of a float).
+HOST_INTEGER_HEADS = (sympy.Symbol, sympy.Integer, sympy.Rational, sympy.Add, sympy.Mul, sympy.Pow, sympy.Mod,
+                      sympy.floor, sympy.ceiling, sympy.Abs, sympy.Max, sympy.Min)
+
+
+def _host_integer(expr: sympy.Expr) -> bool:
+    """Whether expr is integer arithmetic on integer symbols only."""
+    return bool(expr.is_integer) and all(
+        isinstance(e, HOST_INTEGER_HEADS) and (not isinstance(e, sympy.Symbol) or e.is_integer)
+        and (not isinstance(e, sympy.Pow) or (e.exp.is_Integer and e.exp >= 0))
+        for e in sympy.preorder_traversal(expr)
+    )
 
 
 def _items_before(op: Operation) -> dict[str, ItemOp]:
