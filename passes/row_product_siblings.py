@@ -30,8 +30,6 @@ from xdsl.rewriter import InsertPoint, Rewriter
 
 from strata.dialects import prim
 from strata.dialects.types import numel, sym
-from strata.passes.decompositions.builder import PrimBuilder
-from strata.passes.decompositions.shape import POINTWISE_CAT_OPERANDS, cat_as_reads
 from strata.passes.matmul_to_dot import products_summed
 
 WEIGHT_VIEWS = (prim.PermuteOp, prim.ReshapeOp)
@@ -47,6 +45,12 @@ def merge_sibling_row_products(module: ModuleOp, eligible: Callable[[prim.MmOp],
                 if k.is_Integer and sym(op.b.type.dims[1]).is_Integer:
                     groups.setdefault((op.a, int(k), op.b.type.dtype), []).append(op)
         for ops in groups.values():
+            if len(ops) < 2:
+                continue
+            # (decompose's builders import torch: only where there is something to merge,
+            # so that strata-opt runs this pass on other programs without it)
+            from strata.passes.decompositions.shape import POINTWISE_CAT_OPERANDS
+
             for start in range(0, len(ops), POINTWISE_CAT_OPERANDS):
                 chunk = ops[start : start + POINTWISE_CAT_OPERANDS]
                 if len({int(sym(op.b.type.dims[1])) for op in chunk}) > 1:
@@ -81,6 +85,9 @@ def _weight_chain(b: SSAValue) -> list[Operation] | None:
 
 
 def _merge(block: Block, products: list[prim.MmOp]) -> None:
+    from strata.passes.decompositions.builder import PrimBuilder
+    from strata.passes.decompositions.shape import cat_as_reads
+
     first = products[0]
     position = {op: i for i, op in enumerate(block.ops)}
     weights = [_before(block, position, op.b, first) for op in products]
