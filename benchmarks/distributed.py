@@ -11,6 +11,8 @@ in bf16 autocast with AdamW on `--tokens` tokens per GPU per step, in each mode:
   reduction (MixedPrecisionPolicy);
 - tp: each block's MLP split colwise/rowwise over the GPUs (DTensor): the collectives
   are in the compiled graphs, which strata schedules (passes/schedule_collectives.py).
+- single: the compiled model alone on each GPU, no collectives (what the modes above
+  add to it).
 For each mode and contender: tokens/s per GPU (median of the timed steps, after warm-up
 steps that compile) and peak memory per GPU. NCCL with NVLink multicast off.
 
@@ -40,20 +42,27 @@ def _model(layers: int, d: int, heads: int, vocab: int, seq: int):
     return GPT(vocab=vocab, d=d, heads=heads, layers=layers, block=seq, qkv_bias=False)
 
 
-def _compiler(contender: str):
+def _compiler(contender: str, strata_options: dict | None = None):
     if contender == "eager":
         return lambda m: m
     if contender == "inductor":
         return lambda m: torch.compile(m)
     from strata.frontend.backend import make_backend
 
-    backend = make_backend()
+    backend = make_backend(options=strata_options)
     return lambda m: torch.compile(m, backend=backend)
+
+
+def _strata_options(args, rank: int) -> dict | None:
+    """--strata-options, with `{rank}` replaced by the rank (a trace directory each)."""
+    return json.loads(args.strata_options.replace("{rank}", str(rank))) if args.strata_options else None
 
 
 def _setup(mode: str, contender: str, args, rank: int, world: int):
     m = _model(args.layers, args.d, args.heads, args.vocab, args.seq).cuda()
-    compile_ = _compiler(contender)
+    compile_ = _compiler(contender, _strata_options(args, rank))
+    if mode == "single":
+        return compile_(m)
     if mode == "ddp":
         from torch.nn.parallel import DistributedDataParallel as DDP
 
@@ -114,14 +123,15 @@ def _run(mode: str, contender: str, args, rank: int, world: int) -> dict:
     row = {"tokens_per_s_per_gpu": tokens / step_s, "step_ms": step_s * 1e3,
            "peak_gib": torch.cuda.max_memory_allocated() / 2**30, "losses": losses}
     if args.profile:
-        row.update(_overlap(step))
-    if contender in args.host_profile.split(",") and rank == 0:
-        _host_profile(step, f"{mode} {contender}")
+        row.update(_overlap(step, args.kernels if rank == 0 else 0, f"{mode} {contender}"))
+    if contender in args.host_profile.split(","):  # every rank steps: the collectives need all
+        _host_profile(step, f"{mode} {contender}", rank == 0)
     return row
 
 
-def _host_profile(step, title: str, steps: int = 5) -> None:
-    """The Python functions that took the host's time over a few steps (cProfile)."""
+def _host_profile(step, title: str, show: bool, steps: int = 5) -> None:
+    """The Python functions that took the host's time over a few steps (cProfile),
+    printed where `show`."""
     import cProfile
     import io
     import pstats
@@ -136,14 +146,17 @@ def _host_profile(step, title: str, steps: int = 5) -> None:
     host = (time.perf_counter() - start) / steps
     torch.cuda.synchronize()
     wall = (time.perf_counter() - start) / steps
+    if not show:
+        return
     out = io.StringIO()
     pstats.Stats(profiler, stream=out).sort_stats("tottime").print_stats(25)
     print(f"host profile of {title}: {host * 1e3:.1f} ms of host a step, {wall * 1e3:.1f} ms of wall\n{out.getvalue()}", flush=True)
 
 
-def _overlap(step) -> dict:
+def _overlap(step, top: int = 0, title: str = "") -> dict:
     """One profiled step: the GPU time of communication kernels (NCCL's) and the share
-    of it during which a compute kernel ran on another stream."""
+    of it during which a compute kernel ran on another stream; with `top`, the step's
+    GPU busy time and its `top` costliest kernels are printed."""
     from torch.profiler import ProfilerActivity, profile
 
     with profile(activities=[ProfilerActivity.CUDA]) as prof:
@@ -160,7 +173,28 @@ def _overlap(step) -> dict:
             merged.append([a, b])
     total = sum(b - a for a, b in comm)
     hidden = sum(max(0.0, min(b, d) - max(a, c)) for a, b in comm for c, d in merged)
+    if top:
+        _kernel_table([e for e in kernels if "nccl" not in e.name.lower()], merged, top, title)
     return {"comm_ms": total / 1e3, "comm_hidden_share": hidden / total if total else 0.0}
+
+
+def _kernel_table(compute, merged, top: int, title: str) -> None:
+    """The step's compute kernels: how many, their busy time (union of intervals), and
+    the `top` costliest names with count and total microseconds."""
+    by: dict[str, list[float]] = {}
+    for e in compute:
+        entry = by.setdefault(e.name[:90], [0, 0.0])
+        entry[0] += 1
+        entry[1] += e.time_range.elapsed_us()
+    sequence = os.environ.get("STRATA_BENCH_KERNEL_SEQUENCE")
+    if sequence:  # every compute kernel of the step in launch order, to match against a trace
+        with open(sequence.replace("{title}", title.replace(" ", "-")), "w") as f:
+            json.dump([(e.name[:60], e.time_range.elapsed_us()) for e in sorted(compute, key=lambda e: e.time_range.start)], f)
+    busy = sum(b - a for a, b in merged)
+    span = merged[-1][1] - merged[0][0] if merged else 0.0
+    print(f"kernels of {title}: {len(compute)} launches, busy {busy / 1e3:.1f} ms of a {span / 1e3:.1f} ms span", flush=True)
+    for name, (count, us) in sorted(by.items(), key=lambda kv: -kv[1][1])[:top]:
+        print(f"  {us / 1e3:8.2f} ms {count:5d}x  {name}", flush=True)
 
 
 def _worker(rank: int, world: int, port: int, args) -> None:
@@ -171,7 +205,7 @@ def _worker(rank: int, world: int, port: int, args) -> None:
     dist.init_process_group("nccl", rank=rank, world_size=world, device_id=torch.device("cuda", rank))
     rows = []
     for mode in args.modes.split(","):
-        for contender in CONTENDERS:
+        for contender in args.contenders.split(","):
             try:
                 row = {"mode": mode, "contender": contender, **_run(mode, contender, args, rank, world)}
             except Exception as e:  # a failing contender is a row, not the end of the run
@@ -220,8 +254,14 @@ def main() -> None:
     parser.add_argument("--steps", type=int, default=12)
     parser.add_argument("--out", default=None)
     parser.add_argument("--profile", action="store_true", help="profile one step: communication time and the share compute hides")
+    parser.add_argument("--kernels", type=int, default=0, help="with --profile: print the step's N costliest kernels (rank 0)")
+    parser.add_argument("--contenders", default=",".join(CONTENDERS))
+    parser.add_argument("--strata-options", default="", help="strata's options as JSON, `{rank}` is replaced by the rank")
     parser.add_argument("--host-profile", default="", help="contenders whose host time (cProfile, rank 0) is printed")
     args = parser.parse_args()
+    unknown = set(args.contenders.split(",")) - set(CONTENDERS)
+    if unknown:
+        sys.exit(f"unknown contenders {sorted(unknown)}: choose from {', '.join(CONTENDERS)}")
     if args.gpus < 2:
         sys.exit("benchmarks/distributed.py needs 2 or more GPUs")
     import torch.multiprocessing as mp
