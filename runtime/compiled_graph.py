@@ -44,9 +44,9 @@ from strata.dialects.prim_convolution_backward import CONVOLUTION_BACKWARD_OPS
 from strata.dialects.prim_random import RandomSeedOp
 from strata.dialects.types import DTYPES, Dim, TensorType, bound_symbols, concrete, sym
 from strata.runtime.convolution_backward import convolution_backward_step
-from strata.runtime.allocation import contiguous_strides, fast_empty_strided, relayout
+from strata.runtime.allocation import as_sequence_major, contiguous_strides, fast_empty_strided, relayout
 from strata.runtime.cpu_linear import onednn_product
-from strata.runtime.layouts import launch_strides, result_format, result_strides
+from strata.runtime.layouts import launch_strides, result_format, result_strides, sequence_major
 from strata.runtime.graph_runner import InlineStep, generate_runner
 from strata.runtime.in_place import in_place_scatters, in_place_updates, scatter_into_step, update_step
 from strata.runtime import shared_workspace
@@ -505,6 +505,15 @@ class CompiledGraph:
                 def run(args: list, env: dict) -> Any:
                     with bound_symbols(env):
                         return op.reference(*args)
+
+            if sequence_major(op):  # kernels read each result as [B, S, H, E] in memory
+
+                def multi_step(regs: list, env: dict) -> None:
+                    outs = run([regs[i] for i in operands], env)
+                    for (r, _), t in zip(results, outs):
+                        regs[r] = as_sequence_major(t)
+
+                return multi_step
 
             def multi_step(regs: list, env: dict) -> None:
                 outs = run([regs[i] for i in operands], env)

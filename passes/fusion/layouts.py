@@ -175,21 +175,26 @@ def attention_layouts(ops: list[Operation], outputs: list[SSAValue], plan: Plan)
     """On a GPU: attention results read only by kernels, laid out as torch's fused
     attention writes them ([B, S, H, E] in memory). Made contiguous, each cost a copy
     of its own before the kernel (the output projection's matmul template, under
-    max-autotune: 9.5 µs a layer of GPT-2); the kernel reads the layout through its
+    max-autotune: 9.5 µs a layer of GPT-2; in training, three a layer for dq, dk and
+    dv, 25 µs each for a GPT of d 1024 at 8k tokens); the kernel reads the layout through its
     index instead. A result a library call, a view the program keeps, or the graph reads
     stays as it was."""
     from strata.dialects.prim_attention import ScaledDotProductAttentionOp
+    from strata.dialects.prim_attention_training import SdpaBackwardOp
 
     returned = {plan.source_of(v) for v in outputs}
     extern_reads = {plan.source_of(v) for op in plan.schedule if isinstance(op, Operation) for v in op.operands}
     readers = _kernels_reading(plan)
     layouts: dict[SSAValue, tuple[Dim, ...]] = {}
     for op in ops:
-        if not isinstance(op, ScaledDotProductAttentionOp) or _rank(op.results[0]) != 4:
+        # the backward's dq, dk and dv: all or none (the layout is the op's), each as
+        # the backward kernels write them, read by the kernel that stacks them for the
+        # product with the projection's weight
+        if not isinstance(op, ScaledDotProductAttentionOp | SdpaBackwardOp):
             continue
-        r = op.results[0]
-        if r not in returned and r not in extern_reads and readers.get(r):
-            layouts[r] = sequence_major_strides(r.type.dims)
+        rs = list(op.results)
+        if all(_rank(r) == 4 and r not in returned and r not in extern_reads and readers.get(r) for r in rs):
+            layouts.update((r, sequence_major_strides(r.type.dims)) for r in rs)
     return layouts
 
 
