@@ -1,6 +1,6 @@
-"""Where fusion computes a value read by several ops (passes/fusion/plan.py): with the
-reader that needs it (_deferred_nodes), or in each kernel that reads it
-(_cheaper_to_recompute), never where that would change its bits."""
+"""Where fusion computes a value read by several ops (passes/fusion/shared_values.py):
+with the reader that needs it (deferred_nodes), or in each kernel that reads it
+(cheaper_to_recompute), never where that would change its bits."""
 
 from __future__ import annotations
 
@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-import strata.passes.fusion.plan as plan
+import strata.passes.fusion.shared_values as shared_values
 from strata.dialects import kernel as kd
 from strata.dialects.context import parse_module, strata_context
 from strata.passes.fuse import FusePass
@@ -35,7 +35,7 @@ def graph_of(lit_file: str) -> str:
 def test_an_activation_recomputed_before_a_product_joins_the_kernel_that_reads_it(monkeypatch):
     """Deferral alone (no recomputing): the tanh is computed by the kernel after the
     product, not stored by the one before it."""
-    monkeypatch.setattr(plan, "RECOMPUTE_ROUNDS", 0)
+    monkeypatch.setattr(shared_values, "RECOMPUTE_ROUNDS", 0)
     before, after = fused(graph_of("a-recomputed-activation-joins-its-reader.mlir"))
     first, second = kernels(after)
     assert "prim.tanh" not in print_module(first) and "prim.tanh" in print_module(second), print_module(after)
@@ -46,8 +46,8 @@ def test_an_activation_recomputed_before_a_product_joins_the_kernel_that_reads_i
 def test_without_deferral_the_activation_is_stored(monkeypatch):
     """What the deferral saves: placed where the program reaches it, it joins the kernel
     before the product and is stored for the next."""
-    monkeypatch.setattr(plan, "RECOMPUTE_ROUNDS", 0)
-    monkeypatch.setattr(plan, "_deferred_nodes", lambda *a: set())
+    monkeypatch.setattr(shared_values, "RECOMPUTE_ROUNDS", 0)
+    monkeypatch.setattr(shared_values, "deferred_nodes", lambda *a: set())
     _, after = fused(graph_of("a-recomputed-activation-joins-its-reader.mlir"))
     assert "prim.tanh" in print_module(kernels(after)[0]), print_module(after)
 

@@ -112,7 +112,7 @@ def test_a_norm_recomputed_by_its_products_keeps_the_values(k, widths, same, cen
         # Recomputed: no kernel writes the normalized row, one kernel runs the products;
         # with `residual` or `centered` perhaps one more, for the sums. The value the
         # norm reads three times (x + r, x - mean) is computed where it is read
-        # (passes/fusion/plan.py _cheaper_to_recompute).
+        # (passes/fusion/shared_values.py).
         assert not rows and len(funcs) <= 1 + (residual or centered), print_module(after)
     elif sum(widths) >= 16 and k not in widths:
         # A product broadcasting it along 16 outputs or more

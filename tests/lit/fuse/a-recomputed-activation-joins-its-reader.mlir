@@ -4,7 +4,7 @@
 // derivative) before the matrix product whose result the derivative multiplies. Placed
 // where the program reaches it, it would join the kernel before the product (k0, the
 // exp: the same domain, its input ready) and be stored for the kernel after it. It is
-// placed with its first reader instead (passes/fusion/plan.py _deferred_nodes): k1
+// placed with its first reader instead (passes/fusion/shared_values.py): k1
 // computes it, k0 stores only the exp.
 // CHECK:       strata-opt: values agree on inputs seed=1
 // CHECK:       kernel.func @k0 {{.*}}sources = ["prim.exp"]

@@ -4,7 +4,7 @@
 // twice, viewed as [6, 8]. Its kernel runs over [2, 3, 8]; the consumer would read it
 // at [floor((3·x0 + x1)/3), Mod(3·x0 + x1, 3), x2], which the planner does not prove
 // equal to [x0, x1, x2], so it starts a kernel of its own and reads a stored copy.
-// (In bf16: an f32 exp its reader would compute itself, _cheaper_to_recompute; a
+// (In bf16: an f32 exp its reader would compute itself, shared_values.py; a
 // bf16 one is stored rounded, so where it is computed would change its bits.)
 // CHECK:       strata-opt: values agree on inputs seed=5
 // CHECK:       kernel.func @k0 attributes {pointwise = [2 : i64, 3 : i64, 8 : i64], reduction = []

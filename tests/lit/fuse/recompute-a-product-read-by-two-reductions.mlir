@@ -4,7 +4,7 @@
 // column. The product is read by two reductions of different domains, so two kernels
 // read it; computing it reads 6.25 bytes an element (g in bf16, x in f32, the row's
 // mean and rstd), storing it would write 4 and read 4 back. Each kernel computes it
-// from g and x (passes/fusion/plan.py _cheaper_to_recompute): nothing [64, 32] is stored.
+// from g and x (passes/fusion/shared_values.py): nothing [64, 32] is stored.
 // CHECK:       strata-opt: values agree on inputs seed=1
 // CHECK:       kernel.func @k0 attributes {pointwise = [64 : i64], reduction = [32 : i64]
 // CHECK-DAG:     kernel.load %{{.*}}["r0 + 32*x0"] : !kernel.buffer<bf16>
