@@ -623,7 +623,6 @@ def same_index(a: Index, b: Index) -> bool:
     return len(a) == len(b) and all(x == y or is_zero(x - y) for x, y in zip(a, b))
 
 
-
 def build_plan(ops: list[Operation], outputs: list[SSAValue]) -> Plan:
     """The plan, then again with the values cheaper to recompute than to store
     (passes/fusion/shared_values.py), while that frees more."""
@@ -645,12 +644,12 @@ def build_plan(ops: list[Operation], outputs: list[SSAValue]) -> Plan:
 
 
 def _plan(ops: list[Operation], outputs: list[SSAValue], recomputed: frozenset[SSAValue]) -> Plan:
+    from strata.passes.fusion.shared_values import deferred_nodes
+
     rounded: set[SSAValue] = set()
     plan = Plan(realized=choose_realized(ops, outputs, rounded, recomputed), order={op: i for i, op in enumerate(ops)},
                 rounded=rounded)
     ready: dict[SSAValue, int] = {}  # realized value -> schedule position producing it
-    from strata.passes.fusion.shared_values import deferred_nodes
-
     deferred = deferred_nodes(ops, plan.realized, outputs)
     pending: dict[SSAValue, None] = {}  # deferred nodes not placed yet, in program order
 
@@ -670,11 +669,7 @@ def _plan(ops: list[Operation], outputs: list[SSAValue], recomputed: frozenset[S
         ready[v] = kernel.position
 
     for op in ops:
-        if is_extern(op):
-            for value in {plan.source_of(x) for x in op.operands}:
-                if value in pending:
-                    del pending[value]
-                    place(value)
+        if is_extern(op):  # reads no deferred node: those only elementwise ops read
             plan.schedule.append(op)
             for r in op.results:
                 ready[r] = len(plan.schedule) - 1

@@ -27,6 +27,8 @@ from strata.passes.fusion.plan import (
 
 # Rounds of cheaper_to_recompute: each may free values the last one's plan stored.
 RECOMPUTE_ROUNDS = 3
+SIXTEEN_BIT = ("bf16", "f16")
+ELEMENTWISE = (prim.ElementwiseOp, prim.WhereOp, prim.ConvertElementTypeOp)
 
 
 def deferred_nodes(ops: list[Operation], realized: set[SSAValue], outputs: list[SSAValue]) -> set[SSAValue]:
@@ -47,18 +49,13 @@ def deferred_nodes(ops: list[Operation], realized: set[SSAValue], outputs: list[
     kept = {view_root(v) for v in outputs}
     out: set[SSAValue] = set()
     for op in ops:
-        if not op.results or not isinstance(op, prim.ElementwiseOp | prim.WhereOp | prim.ConvertElementTypeOp):
+        if not op.results or op.results[0] not in realized or op.results[0] in kept or not _movable(op.results[0]):
             continue
         v = op.results[0]
-        if v not in realized or v in kept or NO_EPILOGUE_ATTR in op.attributes or DOT_ATTR in op.attributes:
-            continue
-        if v.type.dtype in ("bf16", "f16"):  # stored rounded, read unrounded in its own kernel
-            continue
-        if not all(isinstance(r, prim.ElementwiseOp | prim.WhereOp | prim.ConvertElementTypeOp) and DOT_ATTR not in r.attributes
-                   for r in readers(v)):
+        if not all(isinstance(r, ELEMENTWISE) and DOT_ATTR not in r.attributes for r in readers(v)):
             continue
         leaves = _inline_inputs(v, realized)
-        if leaves is not None and not _bits_depend_on_kernel(v, leaves) and _input_bytes(v, realized, leaves) <= 2 * _itemsize(v):
+        if leaves is not None and not _bits_depend_on_kernel(v, leaves) and _input_bytes(v, leaves) <= 2 * _itemsize(v):
             out.add(v)
     return out
 
@@ -85,20 +82,24 @@ def cheaper_to_recompute(plan: Plan, outputs: list[SSAValue]) -> set[SSAValue]:
             kept.update(plan.source_of(v) for v in item.operands)
     out: set[SSAValue] = set()
     for v in other_readers.keys() - kept:
-        op = v.owner
-        if not isinstance(op, prim.ElementwiseOp | prim.WhereOp | prim.ConvertElementTypeOp) or v.type.dtype in ("bf16", "f16"):
-            continue
-        if DOT_ATTR in op.attributes or NO_EPILOGUE_ATTR in op.attributes or prim.OPMATH_ROUNDING in op.attributes:
+        if not _movable(v) or prim.OPMATH_ROUNDING in v.owner.attributes:
             continue
         if any(DOT_ATTR in r.attributes or not is_inline(r) and not is_reduction(r) for r in readers(v)):
             continue
         leaves = _inline_inputs(v, plan.realized)
         if leaves is None or _bits_depend_on_kernel(v, leaves):
             continue
-        cost = _input_bytes(v, plan.realized, leaves)
-        if cost <= _itemsize(v) * (1 + 1 / len(other_readers[v])):
+        if _input_bytes(v, leaves) <= _itemsize(v) * (1 + 1 / len(other_readers[v])):
             out.add(v)
     return out
+
+
+def _movable(v: SSAValue) -> bool:
+    """Elementwise math, no part of a matrix product, in a dtype a store does not round
+    (a 16-bit value is stored rounded but read unrounded in its own kernel)."""
+    op = v.owner
+    return (isinstance(op, ELEMENTWISE) and DOT_ATTR not in op.attributes and NO_EPILOGUE_ATTR not in op.attributes
+            and v.type.dtype not in SIXTEEN_BIT)
 
 
 def _bits_depend_on_kernel(v: SSAValue, leaves: list[SSAValue]) -> bool:
@@ -107,7 +108,8 @@ def _bits_depend_on_kernel(v: SSAValue, leaves: list[SSAValue]) -> bool:
     kernel computes, which is stored rounded but read unrounded by the kernel that
     computes it (emulate_precision_casts off)."""
     return _may_contract(v) or any(
-        isinstance(x.owner, Operation) and not is_extern(x.owner) and x.type.dtype in ("bf16", "f16") for x in leaves)
+        isinstance(x.owner, Operation) and not is_extern(x.owner) and isinstance(x.type, TensorType)
+        and x.type.dtype in SIXTEEN_BIT for x in leaves)
 
 
 def _may_contract(v: SSAValue) -> bool:
@@ -119,8 +121,8 @@ def _may_contract(v: SSAValue) -> bool:
     if op.name != "prim.mul":
         return False
     source = op.attributes.get("strata.source")
-    return source is not None and any(r.attributes.get("strata.source") == source and r.name in ("prim.add", "prim.sub", "prim.sum")
-               for r in readers(v))
+    return source is not None and any(
+        r.attributes.get("strata.source") == source and r.name in ("prim.add", "prim.sub", "prim.sum") for r in readers(v))
 
 
 def _inline_inputs(v: SSAValue, realized: set[SSAValue]) -> list[SSAValue] | None:
@@ -134,12 +136,9 @@ def _inline_inputs(v: SSAValue, realized: set[SSAValue]) -> list[SSAValue] | Non
     return leaves
 
 
-def _input_bytes(v: SSAValue, realized: set[SSAValue], leaves: list[SSAValue] | None = None) -> float | None:
-    """Bytes an element of realized value v reads to compute it inline: its leaves'
-    itemsizes, each by its share (_share); None where it has no inline form."""
-    leaves = _inline_inputs(v, realized) if leaves is None else leaves
-    if leaves is None:
-        return None
+def _input_bytes(v: SSAValue, leaves: list[SSAValue]) -> float:
+    """Bytes an element of v reads to compute it inline from `leaves`: their itemsizes,
+    each by its share (_share)."""
     return sum(_itemsize(x) * _share(x, v) for x in leaves if isinstance(x.type, TensorType))
 
 
