@@ -176,9 +176,9 @@ def attention_layouts(ops: list[Operation], outputs: list[SSAValue], plan: Plan)
     attention writes them ([B, S, H, E] in memory). Made contiguous, each cost a copy
     of its own before the kernel (the output projection's matmul template, under
     max-autotune: 9.5 µs a layer of GPT-2; in training, three a layer for dq, dk and
-    dv, 25 µs each for a GPT of d 1024 at 8k tokens); the kernel reads the layout through its
-    index instead. A result a library call, a view the program keeps, or the graph reads
-    stays as it was."""
+    dv, 25 µs each for a GPT of d 1024 at 8k tokens); the kernel reads the layout
+    through its index instead. A result a library call, a view the program keeps, or
+    the graph reads stays as it was."""
     from strata.dialects.prim_attention import ScaledDotProductAttentionOp
     from strata.dialects.prim_attention_training import SdpaBackwardOp
 
