@@ -18,7 +18,7 @@ from strata.passes.fuse import FusePass
 from strata.runtime.interpreters import interpret_module
 from strata.testing import strategies as sst
 from strata.testing.checks import check_values, print_module
-from strata.testing.inputs import make_inputs, signature_of
+from strata.testing.inputs import InputSpec, make_inputs, signature_of
 
 LIT = Path(__file__).parent / "lit" / "fuse"
 
@@ -28,6 +28,18 @@ def fused(ir: str):
     after = before.clone()
     FusePass().apply(strata_context(), after)
     return before, after
+
+
+def fused_without_rules(module):
+    """`module` fused with neither shared-value rule (no deferral, no recomputing)."""
+    out = module.clone()
+    saved = shared_values.RECOMPUTE_ROUNDS, shared_values.deferred_nodes
+    shared_values.RECOMPUTE_ROUNDS, shared_values.deferred_nodes = 0, lambda *a: set()
+    try:
+        FusePass().apply(strata_context(), out)
+    finally:
+        shared_values.RECOMPUTE_ROUNDS, shared_values.deferred_nodes = saved
+    return out
 
 
 def kernels(module) -> list[kd.FuncOp]:
@@ -88,15 +100,8 @@ def test_placing_and_recomputing_change_no_bit(program):
     """On generated prim programs, the fused program with the shared-value rules and the
     one without them compute the same bits (the kernel interpreter, which codegen
     matches: tests/test_properties.py)."""
-    with_rules = program.module.clone()
-    FusePass().apply(strata_context(), with_rules)
-    without = program.module.clone()
-    saved = shared_values.RECOMPUTE_ROUNDS, shared_values.deferred_nodes
-    shared_values.RECOMPUTE_ROUNDS, shared_values.deferred_nodes = 0, lambda *a: set()
-    try:
-        FusePass().apply(strata_context(), without)
-    finally:
-        shared_values.RECOMPUTE_ROUNDS, shared_values.deferred_nodes = saved
+    _, with_rules = fused(str(program.module))
+    without = fused_without_rules(program.module)
     symbols = signature_of(program.module).symbols
     got = interpret_module(with_rules, make_inputs(program.module, program.spec), symbols)
     want = interpret_module(without, make_inputs(program.module, program.spec), symbols)
@@ -145,17 +150,10 @@ def shared_value_programs(draw) -> str:
 def test_a_shared_value_keeps_its_bits_wherever_it_is_computed(ir, seed):
     """Aimed at the rules: the same bits with and without them, and eager's values."""
     before, with_rules = fused(ir)
-    without = before.clone()
-    saved = shared_values.RECOMPUTE_ROUNDS, shared_values.deferred_nodes
-    shared_values.RECOMPUTE_ROUNDS, shared_values.deferred_nodes = 0, lambda *a: set()
-    try:
-        FusePass().apply(strata_context(), without)
-    finally:
-        shared_values.RECOMPUTE_ROUNDS, shared_values.deferred_nodes = saved
-    spec = f"seed={seed}"
-    from strata.testing.inputs import InputSpec
-    got = interpret_module(with_rules, make_inputs(before, InputSpec.parse(spec)), [])
-    want = interpret_module(without, make_inputs(before, InputSpec.parse(spec)), [])
+    without = fused_without_rules(before)
+    spec = InputSpec.parse(f"seed={seed}")
+    got = interpret_module(with_rules, make_inputs(before, spec), [])
+    want = interpret_module(without, make_inputs(before, spec), [])
     for a, b in zip(got, want):
         torch.testing.assert_close(a, b, rtol=0, atol=0, equal_nan=True)
     assert check_values(before, with_rules, spec) is None
