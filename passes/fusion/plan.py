@@ -657,7 +657,7 @@ def _plan(ops: list[Operation], outputs: list[SSAValue], recomputed: frozenset[S
         """Place node v in a kernel at position `after` or later, its deferred reads
         first: in v's kernel if they fit it, since none joins a kernel before the
         values v reads are ready (where v cannot be)."""
-        reads = _reads_of(plan, v)
+        reads = _reads_of(plan, v) if pending else []  # nothing deferred: nothing to place first
         deferred_after = max([after] + [ready.get(value, -1) for value in reads if value not in pending])
         for value in reads:
             if value in pending:
